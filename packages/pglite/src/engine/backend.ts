@@ -1,0 +1,312 @@
+import type { EngineAssets } from './assets.js'
+import { isExitStatus, type PostgresModule } from './emscripten.js'
+import { EngineError } from '../errors.js'
+import {
+  INITDB_EXE,
+  PGDATA,
+  POSTGRES_EXE,
+  backendEnv,
+  createMemory,
+  installProcessHooks,
+  instantiateWith,
+  preloadedPackage,
+  type ItimerControl,
+} from './module.js'
+import { materializeTree, type DataTree } from './pgdata-tree.js'
+import { registerBlobDevice, type BlobDevice } from './blob-device.js'
+
+/** What the engine writes to: one chunk of backend wire bytes at a time. */
+export interface ProtocolSink {
+  /** `bytes` is a view into WASM memory, valid only during the call. */
+  onChunk(bytes: Uint8Array): void
+}
+
+export type DataDirMount =
+  | { readonly kind: 'memory'; readonly tree: DataTree }
+  | { readonly kind: 'node'; readonly path: string }
+
+export interface BackendOptions {
+  readonly mount: DataDirMount
+  readonly username: string
+  readonly database: string
+  /** Postgres command-line arguments after `--single`, before `-D`. */
+  readonly startArgs: readonly string[]
+  readonly initialMemory?: number
+  readonly onLog?: (line: string) => void
+}
+
+/** `callMain` returns this when the backend is up and waiting (wasm-abi.md §5.3). */
+const EXIT_ALIVE = 99
+/** The patched top-level longjmp after an ERROR exits with this (wasm-abi.md §6.4). */
+const EXIT_LONGJMP = 100
+const LOG_LINES_KEPT = 40
+
+/** An empty sink for requests whose output nobody reads. */
+const discard: ProtocolSink = { onChunk() {} }
+
+/**
+ * One Postgres backend in one WASM module: the only owner of the Emscripten
+ * module object. Requests are synchronous; the caller serializes them.
+ */
+export class Backend {
+  readonly #mod: PostgresModule
+  readonly #itimers: { control?: ItimerControl }
+  readonly #callbacks: number[]
+  readonly #log: string[]
+  readonly #blob: BlobDevice
+  #sink: ProtocolSink = discard
+  #input: Uint8Array = new Uint8Array(0)
+  #readOffset = 0
+  #dead: EngineError | undefined
+  #closed = false
+
+  private constructor(
+    mod: PostgresModule,
+    itimers: { control?: ItimerControl },
+    callbacks: number[],
+    log: string[],
+    blob: BlobDevice,
+  ) {
+    this.#mod = mod
+    this.#itimers = itimers
+    this.#callbacks = callbacks
+    this.#log = log
+    this.#blob = blob
+  }
+
+  /** Creates the module, mounts the data directory and starts Postgres. */
+  static async start(assets: EngineAssets, options: BackendOptions): Promise<Backend> {
+    const log: string[] = []
+    const pushLog = (line: string): void => {
+      if (log.length >= LOG_LINES_KEPT) log.shift()
+      log.push(line)
+      options.onLog?.(line)
+    }
+    const itimers: { control?: ItimerControl } = {}
+    let backend: Backend | undefined
+    const callbacks: number[] = []
+    let blob: BlobDevice | undefined
+    const mod = await assets.postgresFactory({
+      thisProgram: POSTGRES_EXE,
+      arguments: [],
+      noExitRuntime: true,
+      wasmMemory: createMemory(options.initialMemory ?? 128 * 1024 * 1024),
+      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, itimers),
+      getPreloadedPackage: preloadedPackage(assets),
+      print: pushLog,
+      printErr: pushLog,
+      stdin: () => null,
+      preRun: [
+        (m) => {
+          Object.assign(m.ENV, backendEnv(options.username, options.database))
+          blob = registerBlobDevice(m)
+          if (options.mount.kind === 'node') {
+            m.FS.mkdirTree(PGDATA)
+            m.FS.mount(m.NODEFS, { root: options.mount.path }, PGDATA)
+          }
+          ;(m as unknown as { onRuntimeInitialized: () => void }).onRuntimeInitialized = () => {
+            callbacks.push(...installProcessHooks(m))
+            // Registered once; each forwards to whatever the current request set.
+            const read = m.addFunction((ptr: number, max: number) => backend!.#onRead(ptr, max), 'ipi')
+            const write = m.addFunction((ptr: number, length: number) => backend!.#onWrite(ptr, length), 'ipi')
+            callbacks.push(read, write)
+            m._pgl_set_rw_cbs(read, write)
+          }
+        },
+      ],
+    })
+    backend = new Backend(mod, itimers, callbacks, log, blob!)
+    try {
+      mod.FS.chmod('/home/postgres/.pgpass', 0o600)
+      mod.FS.chmod(INITDB_EXE, 0o555)
+      mod.FS.chmod(POSTGRES_EXE, 0o555)
+      if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
+      mod._pgl_setPGliteActive(1)
+      let status: number
+      try {
+        status = mod.callMain(['--single', ...options.startArgs, '-D', PGDATA, options.database])
+      } catch (cause) {
+        throw new EngineError(`Postgres crashed while starting: ${String(cause)}`, {
+          code: 'STARTUP_FAILED',
+          cause,
+          log: log.join('\n'),
+        })
+      }
+      if (status !== EXIT_ALIVE) {
+        throw new EngineError(`Postgres failed to start (exit code ${status}): ${log.slice(-3).join(' | ')}`, {
+          code: 'STARTUP_FAILED',
+          log: log.join('\n'),
+        })
+      }
+      mod._pgl_startPGlite()
+    } catch (err) {
+      backend.#teardown()
+      throw err
+    }
+    return backend
+  }
+
+  #onRead(ptr: number, max: number): number {
+    const remaining = this.#input.length - this.#readOffset
+    const length = remaining < max ? remaining : max
+    if (length <= 0) return 0
+    this.#mod.HEAPU8.set(this.#input.subarray(this.#readOffset, this.#readOffset + length), ptr)
+    this.#readOffset += length
+    return length
+  }
+
+  #onWrite(ptr: number, length: number): number {
+    // HEAPU8 is re-created when memory grows: read it fresh on every call.
+    this.#sink.onChunk(this.#mod.HEAPU8.subarray(ptr, ptr + length))
+    return length
+  }
+
+  /** Whether the session is inside a transaction block (BEGIN ... COMMIT). */
+  get inTransaction(): boolean {
+    return this.#mod._IsTransactionBlock() !== 0
+  }
+
+  /** Bytes of WASM linear memory currently allocated. */
+  get memoryBytes(): number {
+    return this.#mod.HEAPU8.byteLength
+  }
+
+  /** Postgres' last log lines. */
+  get recentLog(): readonly string[] {
+    return this.#log
+  }
+
+  get blob(): BlobDevice {
+    return this.#blob
+  }
+
+  /** The engine died (trap or exit); every later request fails with this. */
+  get deadError(): EngineError | undefined {
+    return this.#dead
+  }
+
+  /**
+   * Runs one request (one or more complete frontend messages) to the end,
+   * handing every output chunk to `sink`. Throws EngineError if the engine
+   * trapped or exited; the backend is then dead.
+   */
+  exec(message: Uint8Array, sink: ProtocolSink): void {
+    this.#assertAlive()
+    const mod = this.#mod
+    this.#sink = sink
+    this.#input = message
+    this.#readOffset = 0
+    let failure: unknown
+    try {
+      while (this.#readOffset < message.length || mod._pq_buffer_remaining_data() > 0) {
+        const sp = mod.stackSave()
+        try {
+          mod._PostgresMainLoopOnce()
+        } catch (e) {
+          mod.stackRestore(sp)
+          if (isExitStatus(e) && e.status === EXIT_LONGJMP) {
+            // An ERROR: Postgres' own recovery (abort, emit E, skip to Sync).
+            mod._PostgresMainLongJmp()
+          } else {
+            failure = e
+            break
+          }
+        }
+      }
+      if (failure === undefined) {
+        mod._PostgresSendReadyForQueryIfNecessary()
+        mod._pgl_pq_flush()
+      }
+    } catch (e) {
+      failure ??= e
+    } finally {
+      this.#sink = discard
+      this.#input = new Uint8Array(0)
+    }
+    if (failure !== undefined) this.#die(failure)
+  }
+
+  /** Processes a startup packet as a real server would (wasm-abi.md §6.5). */
+  startup(packet: Uint8Array, sink: ProtocolSink): void {
+    this.#assertAlive()
+    const mod = this.#mod
+    this.#sink = sink
+    this.#input = packet
+    this.#readOffset = 0
+    try {
+      const port = mod._pgl_getMyProcPort()
+      if (mod._ProcessStartupPacket(port, 1, 1) !== 0) {
+        throw new EngineError('the startup packet was rejected', { code: 'ENGINE_EXIT' })
+      }
+      mod._pgl_sendConnData()
+      mod._pgl_pq_flush()
+    } catch (e) {
+      if (e instanceof EngineError) throw e
+      this.#die(e)
+    } finally {
+      this.#sink = discard
+      this.#input = new Uint8Array(0)
+    }
+  }
+
+  #die(cause: unknown): never {
+    const exited = isExitStatus(cause)
+    const error = new EngineError(
+      exited
+        ? `the engine exited with status ${cause.status}; the instance is closed: ${this.#log.slice(-2).join(' | ')}`
+        : `the engine aborted (${String(cause)}); the instance is closed`,
+      { code: exited ? 'ENGINE_EXIT' : 'ENGINE_ABORT', cause, log: this.#log.join('\n') },
+    )
+    this.#dead = error
+    this.#teardown()
+    throw error
+  }
+
+  #assertAlive(): void {
+    if (this.#dead) throw this.#dead
+    if (this.#closed) throw new EngineError('the backend is shut down', { code: 'ENGINE_EXIT' })
+  }
+
+  /**
+   * Shuts Postgres down with its shutdown checkpoint, so the next open needs
+   * no recovery, then releases the module. Safe to call more than once.
+   */
+  shutdown(): void {
+    if (this.#closed) return
+    const mod = this.#mod
+    if (!this.#dead) {
+      try {
+        mod._pgl_setPGliteActive(0)
+        mod._pgl_run_atexit_funcs()
+      } catch (e) {
+        if (!(isExitStatus(e) && e.status === 0)) {
+          this.#teardown()
+          throw new EngineError('the engine failed during shutdown', { code: 'ENGINE_ABORT', cause: e })
+        }
+      }
+    }
+    this.#teardown()
+  }
+
+  #teardown(): void {
+    if (this.#closed) return
+    this.#closed = true
+    const mod = this.#mod
+    this.#itimers.control?.clearAll()
+    try {
+      for (const fp of this.#callbacks) mod.removeFunction(fp)
+    } catch {
+      // A dead module may refuse; its memory goes with it anyway.
+    }
+    try {
+      mod.FS.quit()
+    } catch {
+      // Streams of a trapped module can be in any state.
+    }
+    try {
+      mod._emscripten_force_exit(0)
+    } catch {
+      // Throws ExitStatus(0) by design (wasm-abi.md §6.6).
+    }
+  }
+}

@@ -1,0 +1,129 @@
+import type { EngineAssets } from './assets.js'
+import type { ModuleOptions } from './emscripten.js'
+
+/** Constants of the host conventions (wasm-abi.md §3); keep in sync with it. */
+export const PG_ROOT = '/pglite'
+export const PGDATA = '/pglite/data'
+export const POSTGRES_EXE = '/pglite/bin/postgres'
+export const INITDB_EXE = '/pglite/bin/initdb'
+
+const WASM_PAGE_BYTES = 65536
+/** 2 GiB: the 32-bit build cannot address more. */
+const MAX_PAGES = 32768
+
+/** The interval timers Postgres arms through `setitimer` (wasm-abi.md §6, fast-start.md §4). */
+export interface ItimerControl {
+  clearAll(): void
+}
+
+/**
+ * `instantiateWasm` for a precompiled module. It also replaces the glue's
+ * `setitimer` with one whose Node timers are unref'd: Postgres re-arms a 10 s
+ * alarm forever, and the glue's own timer kept processes alive and pinned
+ * instances that were never closed (fast-start.md §5.5).
+ */
+export function instantiateWith<M>(
+  compiled: WebAssembly.Module,
+  itimers?: { control?: ItimerControl },
+): ModuleOptions<M>['instantiateWasm'] {
+  return (imports, done) => {
+    const env = imports.env as Record<string, unknown>
+    let timeoutExport: ((which: number, now: number) => void) | undefined
+    const timers = new Map<number, ReturnType<typeof setTimeout>>()
+    env._setitimer_js = (which: number, timeoutMs: number): number => {
+      const previous = timers.get(which)
+      if (previous !== undefined) {
+        clearTimeout(previous)
+        timers.delete(which)
+      }
+      if (!timeoutMs) return 0
+      const timer = setTimeout(() => {
+        timers.delete(which)
+        try {
+          timeoutExport?.(which, performance.now())
+        } catch {
+          // An exit thrown from a timer callback has no caller to reach; the
+          // next exec reports a dead engine.
+        }
+      }, timeoutMs)
+      ;(timer as { unref?: () => void }).unref?.()
+      timers.set(which, timer)
+      return 0
+    }
+    if (itimers) {
+      itimers.control = {
+        clearAll() {
+          for (const t of timers.values()) clearTimeout(t)
+          timers.clear()
+          timeoutExport = undefined
+        },
+      }
+    }
+    void WebAssembly.instantiate(compiled, imports).then((instance) => {
+      timeoutExport = instance.exports._emscripten_timeout as typeof timeoutExport
+      done(instance, compiled)
+    })
+    return {}
+  }
+}
+
+export function createMemory(initialBytes: number): WebAssembly.Memory {
+  const initial = Math.min(MAX_PAGES, Math.max(256, Math.ceil(initialBytes / WASM_PAGE_BYTES)))
+  return new WebAssembly.Memory({ initial, maximum: MAX_PAGES })
+}
+
+/** The environment a backend (or initdb's scratch backend) runs with (wasm-abi.md §4). */
+export function backendEnv(username: string, database: string): Record<string, string> {
+  return {
+    HOME: '/home/postgres',
+    USER: 'postgres',
+    LOGNAME: 'postgres',
+    PGDATA,
+    PGUSER: username,
+    PGDATABASE: database,
+    LANG: 'en_US.UTF-8',
+    LC_COLLATE: 'en_US.UTF-8',
+    LC_CTYPE: 'en_US.UTF-8',
+    TZ: 'UTC',
+    PGTZ: 'UTC',
+    PGCLIENTENCODING: 'UTF8',
+    ICU_DATA: `${PG_ROOT}/icu`,
+  }
+}
+
+/** `getPreloadedPackage` handing every instance the same `pglite.data` buffer. */
+export function preloadedPackage(assets: EngineAssets): (name: string, size: number) => ArrayBuffer {
+  return (_name, size) => {
+    if (size !== assets.pgliteData.byteLength) {
+      throw new Error(`pglite.data is ${assets.pgliteData.byteLength} bytes, the engine expects ${size}`)
+    }
+    return assets.pgliteData
+  }
+}
+
+/**
+ * Answers Postgres' process emulation: `system()` fails (there are no
+ * processes), `popen('locale -a')` reads the shipped locale list
+ * (wasm-abi.md §5.4). Must run in `onRuntimeInitialized`, before `callMain`.
+ */
+export function installProcessHooks(mod: import('./emscripten.js').PostgresModule): number[] {
+  let open = 0
+  const system = mod.addFunction(() => 1, 'pi')
+  const popen = mod.addFunction((cmdPtr: number) => {
+    const command = mod.UTF8ToString(cmdPtr)
+    if (!command.startsWith('locale -a')) return 0
+    open = mod._fopen(mod.stringToUTF8OnStack(`${PG_ROOT}/locale-a`), mod.stringToUTF8OnStack('r'))
+    return open
+  }, 'ppp')
+  const pclose = mod.addFunction((stream: number) => {
+    if (stream !== 0 && stream === open) {
+      open = 0
+      return mod._fclose(stream)
+    }
+    return -1
+  }, 'pi')
+  mod._pgl_set_system_fn(system)
+  mod._pgl_set_popen_fn(popen)
+  mod._pgl_set_pclose_fn(pclose)
+  return [system, popen, pclose]
+}

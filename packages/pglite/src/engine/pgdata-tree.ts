@@ -1,0 +1,94 @@
+import type { EmscriptenFs, FsNode, MemFs, PostgresModule, StreamWrite } from './emscripten.js'
+
+/** One file or directory of a data directory, path relative to its root. */
+export interface TreeEntry {
+  readonly path: string
+  readonly mode: number
+  readonly mtimeMs: number
+  /** File contents; absent for directories. Never written to once in a tree. */
+  readonly data?: Uint8Array
+}
+
+/** A data directory as a list; every directory comes before its contents. */
+export type DataTree = readonly TreeEntry[]
+
+const S_IFDIR = 0o040000
+
+export function isDirEntry(entry: TreeEntry): boolean {
+  return (entry.mode & 0o170000) === S_IFDIR
+}
+
+/** Reads a directory of an Emscripten FS into a tree (contents copied). */
+export function readTree(fs: EmscriptenFs, root: string): DataTree {
+  const out: TreeEntry[] = []
+  const walk = (rel: string): void => {
+    const dir = rel ? `${root}/${rel}` : root
+    for (const name of fs.readdir(dir).sort()) {
+      if (name === '.' || name === '..') continue
+      const path = rel ? `${rel}/${name}` : name
+      const stat = fs.stat(`${root}/${path}`)
+      if (fs.isDir(stat.mode)) {
+        out.push({ path, mode: stat.mode, mtimeMs: stat.mtime.getTime() })
+        walk(path)
+      } else if (fs.isFile(stat.mode)) {
+        out.push({ path, mode: stat.mode, mtimeMs: stat.mtime.getTime(), data: fs.readFile(`${root}/${path}`) })
+      }
+    }
+  }
+  walk('')
+  return out
+}
+
+const cowInstalled = new WeakSet<MemFs>()
+
+/**
+ * Makes MEMFS copy a shared file's contents before its first write.
+ * Both entry points are wrapped: file streams use `ops_table.file.stream.write`
+ * (built at the first node creation), msync of shared mmaps calls
+ * `stream_ops.write` directly (fast-start.md §3).
+ */
+function installCopyOnWrite(mod: PostgresModule): void {
+  const memfs = mod.MEMFS
+  if (cowInstalled.has(memfs)) return
+  cowInstalled.add(memfs)
+  const wrap = (write: StreamWrite): StreamWrite =>
+    function (stream, buffer, offset, length, position, canOwn) {
+      const node = stream.node
+      if (node.pgwasmShared) {
+        node.contents = (node.contents as Uint8Array).slice(0, node.usedBytes)
+        node.pgwasmShared = false
+      }
+      return write(stream, buffer, offset, length, position, canOwn)
+    }
+  memfs.stream_ops.write = wrap(memfs.stream_ops.write)
+  if (memfs.ops_table) memfs.ops_table.file.stream.write = wrap(memfs.ops_table.file.stream.write)
+}
+
+/**
+ * Creates `tree` under `root` in the module's MEMFS. File contents are shared
+ * with the tree (no copy) and copied on the first write, so a new database
+ * costs a few ms whatever the template's size.
+ */
+export function materializeTree(mod: PostgresModule, root: string, tree: DataTree): void {
+  const fs = mod.FS
+  fs.mkdirTree(root)
+  // Node creation below builds MEMFS.ops_table if it is not yet; wrap after.
+  const rootNode = fs.lookupPath(root).node
+  const dirs = new Map<string, FsNode>([['', rootNode]])
+  for (const entry of tree) {
+    const slash = entry.path.lastIndexOf('/')
+    const parent = dirs.get(slash < 0 ? '' : entry.path.slice(0, slash))
+    if (!parent) throw new Error(`data tree lists ${entry.path} before its directory`)
+    const name = slash < 0 ? entry.path : entry.path.slice(slash + 1)
+    const node = parent.node_ops.mknod(parent, name, entry.mode, 0)
+    node.atime = node.mtime = node.ctime = entry.mtimeMs
+    if (isDirEntry(entry)) {
+      dirs.set(entry.path, node)
+    } else if (entry.data && entry.data.byteLength > 0) {
+      node.contents = entry.data
+      node.usedBytes = entry.data.byteLength
+      node.pgwasmShared = true
+    }
+  }
+  installCopyOnWrite(mod)
+}

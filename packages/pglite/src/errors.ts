@@ -1,0 +1,110 @@
+/**
+ * The error classes of pgwasm. Each has a stable `code`; branch on
+ * `instanceof` or `code`, never on the message text.
+ */
+
+/** Fields of a PostgreSQL ErrorResponse or NoticeResponse. */
+export interface ServerFields {
+  severity?: string
+  code?: string
+  detail?: string
+  hint?: string
+  position?: string
+  internalPosition?: string
+  internalQuery?: string
+  where?: string
+  schema?: string
+  table?: string
+  column?: string
+  dataType?: string
+  constraint?: string
+  file?: string
+  line?: string
+  routine?: string
+}
+
+/**
+ * An error reported by PostgreSQL (an ErrorResponse). `code` is the SQLSTATE,
+ * e.g. `23505` for a unique violation; the other fields are the server's.
+ */
+export class DatabaseError extends Error implements ServerFields {
+  override name = 'DatabaseError'
+  /** The SQLSTATE code, e.g. `42P01`. */
+  code: string
+  severity?: string
+  detail?: string
+  hint?: string
+  position?: string
+  internalPosition?: string
+  internalQuery?: string
+  where?: string
+  schema?: string
+  table?: string
+  column?: string
+  dataType?: string
+  constraint?: string
+  file?: string
+  line?: string
+  routine?: string
+  /** The message length on the wire, as pg-protocol reports it. */
+  length: number
+  /** The SQL text of the statement that failed, when known. */
+  query?: string
+  /** The parameters of the statement that failed, when known. */
+  params?: readonly unknown[]
+
+  constructor(message: string, fields: ServerFields, length = 0) {
+    super(message)
+    Object.assign(this, fields)
+    this.code = fields.code ?? 'XX000'
+    this.length = length
+  }
+}
+
+/** Codes of {@link ProtocolError}. */
+export type ProtocolErrorCode = 'BAD_FRAME' | 'UNKNOWN_MESSAGE' | 'UNEXPECTED_MESSAGE' | 'BAD_PARAMETER'
+
+/** Malformed or unsupported protocol input (a frame the engine must not see). */
+export class ProtocolError extends Error {
+  override name = 'ProtocolError'
+  readonly code: ProtocolErrorCode
+  constructor(message: string, options: { code: ProtocolErrorCode; cause?: unknown }) {
+    super(message, { cause: options.cause })
+    this.code = options.code
+  }
+}
+
+/** Codes of {@link EngineError}. */
+export type EngineErrorCode =
+  | 'ENGINE_ABORT'
+  | 'ENGINE_EXIT'
+  | 'STARTUP_FAILED'
+  | 'INITDB_FAILED'
+  | 'ASSET_MISSING'
+  | 'DATA_DIR_IN_USE'
+  | 'BAD_DATA_DIR'
+
+/**
+ * The WASM engine trapped, exited or failed to start. After an `ENGINE_ABORT`
+ * or `ENGINE_EXIT` the instance is closed; `cause` holds the low-level error.
+ */
+export class EngineError extends Error {
+  override name = 'EngineError'
+  readonly code: EngineErrorCode
+  /** Postgres' last log lines, when there are any. */
+  readonly log?: string
+  constructor(message: string, options: { code: EngineErrorCode; cause?: unknown; log?: string }) {
+    super(message, { cause: options.cause })
+    this.code = options.code
+    this.log = options.log
+  }
+}
+
+/** The instance was closed (or is closing) when the call was made. */
+export class ClosedError extends Error {
+  override name = 'ClosedError'
+  readonly code = 'CLOSED' as const
+  constructor(message = 'the PGlite instance is closed') {
+    super(message)
+  }
+}
