@@ -108,3 +108,17 @@ export class ClosedError extends Error {
     super(message)
   }
 }
+
+/** Another instance (in this or another process) has the data directory open. */
+export class DataDirLockedError extends Error {
+  override name = 'DataDirLockedError'
+  readonly code = 'DATA_DIR_LOCKED' as const
+  readonly path: string
+  /** Who holds it, e.g. `this process` or `pid 1234 on host`. */
+  readonly holder: string
+  constructor(message: string, options: { path: string; holder: string }) {
+    super(message)
+    this.path = options.path
+    this.holder = options.holder
+  }
+}

@@ -12,7 +12,7 @@ import {
   preloadedPackage,
   type ItimerControl,
 } from './module.js'
-import { materializeTree, type DataTree } from './pgdata-tree.js'
+import { materializeTree, readTree, type DataTree } from './pgdata-tree.js'
 import { registerBlobDevice, type BlobDevice } from './blob-device.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
@@ -178,6 +178,12 @@ export class Backend {
 
   get blob(): BlobDevice {
     return this.#blob
+  }
+
+  /** A copy of the data directory as files (take a CHECKPOINT first for a clean copy). */
+  readDataTree(): DataTree {
+    this.#assertAlive()
+    return readTree(this.#mod.FS, PGDATA)
   }
 
   /** The engine died (trap or exit); every later request fails with this. */

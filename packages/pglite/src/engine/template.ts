@@ -1,0 +1,70 @@
+import type { EngineAssets } from './assets.js'
+import { INITDB_BASE_ARGS, runInitdb } from './initdb.js'
+import type { DataTree } from './pgdata-tree.js'
+import { packTar, unpackTar } from '../fs/tar.js'
+
+/** Bump when the on-disk template format or what goes into it changes. */
+const TEMPLATE_FORMAT = 1
+const DIGEST_BYTES = 32
+
+const memory = new Map<string, Promise<DataTree>>()
+
+export interface TemplateOptions {
+  /** Extra initdb arguments; each distinct set gets its own template. */
+  readonly initdbArgs?: readonly string[]
+  /** Directory of the on-disk cache; `false` keeps templates in memory only. */
+  readonly cacheDir?: string | false
+}
+
+/**
+ * An initdb'ed cluster for this engine build and these initdb options:
+ * from this process's memory, else from the disk cache, else made by initdb
+ * (once, then stored in both).
+ */
+export function getTemplate(assets: EngineAssets, options: TemplateOptions = {}): Promise<DataTree> {
+  const args = options.initdbArgs ?? []
+  const id = `${assets.engineVersion}|${TEMPLATE_FORMAT}|${[...INITDB_BASE_ARGS, ...args].join(' ')}`
+  let tree = memory.get(id)
+  if (!tree) {
+    tree = loadOrBuild(assets, id, args, options.cacheDir).catch((err: unknown) => {
+      memory.delete(id)
+      throw err
+    })
+    memory.set(id, tree)
+  }
+  return tree
+}
+
+async function loadOrBuild(
+  assets: EngineAssets,
+  id: string,
+  args: readonly string[],
+  cacheDirOption: string | false | undefined,
+): Promise<DataTree> {
+  if (cacheDirOption === false || !isNode()) return runInitdb(assets, args)
+  const disk = await import('./template-disk.js')
+  const dir = cacheDirOption ?? (await disk.defaultCacheDir())
+  const file = await disk.templatePath(dir, id)
+  const stored = await disk.readVerified(file, DIGEST_BYTES)
+  if (stored) {
+    try {
+      return unpackTar(stored)
+    } catch {
+      // A digest-valid file that is not a tar means a format bug: rebuild.
+    }
+  }
+  const tree = await runInitdb(assets, args)
+  await disk.writeAtomically(dir, file, packTar(tree), DIGEST_BYTES).catch(() => {
+    // An unwritable cache costs speed, not correctness.
+  })
+  return tree
+}
+
+function isNode(): boolean {
+  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
+}
+
+/** For tests: forget the in-memory templates of this process. */
+export function clearTemplateMemory(): void {
+  memory.clear()
+}

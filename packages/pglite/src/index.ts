@@ -1,0 +1,16 @@
+export { PGlite } from './pglite.js'
+export type {
+  ExecProtocolOptions,
+  ExecProtocolResult,
+  ExecProtocolStreamOptions,
+  Transaction,
+} from './pglite.js'
+export type { PGliteOptions } from './options.js'
+export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'
+export { DatabaseError, ProtocolError, EngineError, ClosedError, DataDirLockedError } from './errors.js'
+export type { ServerFields, ProtocolErrorCode, EngineErrorCode } from './errors.js'
+export { sql, raw, identifier, query } from './query/template.js'
+export type { SqlFragment, SqlText, TemplatedQuery } from './query/template.js'
+export { OID, defaultParsers as parsers, defaultSerializers as serializers } from './types/index.js'
+export type { Parser, Serializer } from './types/index.js'
+export type { BackendMessage } from './protocol/message-sink.js'

@@ -1,0 +1,78 @@
+import type { DataTree } from './engine/pgdata-tree.js'
+import type { Parser, Serializer } from './types/index.js'
+
+/** Options of `new PGlite(dataDir, options)`, compatible with `@electric-sql/pglite`. */
+export interface PGliteOptions {
+  /** `memory://` or nothing: in memory; a path or `file://` path: a directory (Node). */
+  dataDir?: string
+  /** Role to `SET ROLE` to after start. @default 'postgres' */
+  username?: string
+  /** @default 'postgres' */
+  database?: string
+  /** Postgres debug level 0-5; above 0 the server log goes to `console.debug`. @default 0 */
+  debug?: 0 | 1 | 2 | 3 | 4 | 5
+  /** Initial WASM memory in bytes. @default 128 MiB */
+  initialMemory?: number
+  /** Replaces the default Postgres command-line arguments (after `--single`). */
+  startParams?: string[]
+  /** Server settings, as `postgresql.conf` lines or a name/value map; passed as `-c` options. */
+  postgresqlConf?: string | string[] | Record<string, string | number | boolean>
+  /** PGlite's spelling of {@link postgresqlConf}. */
+  postgresqlconf?: string | string[]
+  /** Parsers by type OID, over the defaults. */
+  parsers?: Record<number, Parser>
+  /** Serializers by parameter type OID, over the defaults. */
+  serializers?: Record<number, Serializer>
+  /**
+   * How many prepared statements `query()` keeps (LRU, per SQL text);
+   * `false` prepares every call anew. @default 100
+   */
+  statementCache?: number | false
+  /** Extra initdb arguments (a separate template is made per set). */
+  initdbArgs?: string[]
+  /** Where initdb templates are cached on disk; `false` for memory only. */
+  templateCacheDir?: string | false
+  /** Accepted for compatibility; directory writes in Node are synchronous. */
+  relaxedDurability?: boolean
+  /** @internal Start an in-memory database from this data tree (used by `clone()`). */
+  loadDataTree?: DataTree
+}
+
+/** The arguments PGlite 0.5 starts Postgres with (wasm-abi.md §5.3), without `--single`. */
+const BASE_ARGS: readonly string[] = [
+  '-O',
+  '-j',
+  '-c', 'search_path=public',
+  '-c', 'exit_on_error=false',
+  '-c', 'log_checkpoints=false',
+  '-c', 'max_worker_processes=0',
+  '-c', 'max_parallel_workers=0',
+  '-c', 'max_parallel_workers_per_gather=0',
+  '-c', 'io_method=sync',
+  '-c', 'max_parallel_maintenance_workers=0',
+]
+
+/** Nothing of an in-memory database outlives the process: durability work is waste. */
+const MEMORY_ARGS: readonly string[] = ['-F', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
+
+export function startArgsFor(options: PGliteOptions, inMemory: boolean): string[] {
+  const args = options.startParams
+    ? options.startParams.filter((a) => a !== '--single')
+    : [...BASE_ARGS, ...(inMemory ? MEMORY_ARGS : [])]
+  if (options.debug) args.push('-d', String(options.debug))
+  for (const [name, value] of confEntries(options.postgresqlConf ?? options.postgresqlconf)) args.push('-c', `${name}=${value}`)
+  return args
+}
+
+function confEntries(conf: PGliteOptions['postgresqlConf']): [string, string][] {
+  if (!conf) return []
+  if (typeof conf === 'object' && !Array.isArray(conf)) return Object.entries(conf).map(([k, v]) => [k, String(v)])
+  const lines = (Array.isArray(conf) ? conf : conf.split('\n')).map((l) => l.replace(/#.*$/, '').trim()).filter(Boolean)
+  return lines.map((line) => {
+    const eq = line.indexOf('=')
+    if (eq < 0) throw new TypeError(`\`postgresqlConf\` line \`${line}\` is not \`name = value\``)
+    let value = line.slice(eq + 1).trim()
+    if (value.startsWith("'") && value.endsWith("'")) value = value.slice(1, -1).replace(/''/g, "'")
+    return [line.slice(0, eq).trim(), value]
+  })
+}

@@ -1,0 +1,583 @@
+import { loadAssets } from './engine/assets.js'
+import { Backend, type DataDirMount } from './engine/backend.js'
+import type { DataTree } from './engine/pgdata-tree.js'
+import { getTemplate } from './engine/template.js'
+import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
+import { claimDir, parseDataDir } from './fs/data-dir.js'
+import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
+import type { ResultCollector } from './protocol/decode.js'
+import { validateFrontendFrames } from './protocol/frames.js'
+import { ParsedHandler, RawAccumulator, RawHandler, RawNotifyHandler, type ProtocolHandler } from './protocol/handlers.js'
+import { MessageSink, type BackendMessage } from './protocol/message-sink.js'
+import type { Notification } from './protocol/messages.js'
+import { ExecQueue } from './query/queue.js'
+import type { DescribeQueryResult, QueryOptions, Results } from './query/results.js'
+import { QueryRunner } from './query/runner.js'
+import { query as templateQuery } from './query/template.js'
+import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
+import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
+import { startArgsFor, type PGliteOptions } from './options.js'
+
+export type { PGliteOptions }
+
+/** Options of `execProtocol`, `execProtocolStream`, `execProtocolRaw`. */
+export interface ExecProtocolOptions {
+  /** Throw the first ErrorResponse as a {@link DatabaseError} (default true; `execProtocol` only). */
+  throwOnError?: boolean
+  onNotice?: (notice: import('./query/results.js').Notice) => void
+  /** Accepted for PGlite compatibility; on-disk writes in Node are synchronous. */
+  syncToFs?: boolean
+}
+
+export interface ExecProtocolStreamOptions {
+  /** Receives backend bytes as the engine writes them; the view is valid only during the call. */
+  onRawData: (data: Uint8Array) => void
+  syncToFs?: boolean
+}
+
+export interface ExecProtocolResult {
+  messages: BackendMessage[]
+  data: Uint8Array
+}
+
+/** The transaction handle passed to {@link PGlite.transaction}'s callback. */
+export interface Transaction {
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>>
+  sql<T = Record<string, unknown>>(strings: TemplateStringsArray, ...params: unknown[]): Promise<Results<T>>
+  exec(sql: string, options?: QueryOptions): Promise<Results[]>
+  /** Rolls back now; the callback's return value is still returned. */
+  rollback(): Promise<void>
+  listen(channel: string, callback: ChannelListener): Promise<(tx?: Transaction) => Promise<void>>
+  readonly closed: boolean
+}
+
+const asyncDispose: typeof Symbol.asyncDispose =
+  (Symbol as { asyncDispose?: typeof Symbol.asyncDispose }).asyncDispose ??
+  (Symbol.for('nodejs.asyncDispose') as typeof Symbol.asyncDispose)
+
+/**
+ * A PostgreSQL database in WebAssembly, API-compatible with
+ * `@electric-sql/pglite`. All calls are serialized through one queue.
+ *
+ * @example
+ * ```ts
+ * const db = await PGlite.create()
+ * await db.exec('create table t (id int primary key, name text)')
+ * await db.query('insert into t values ($1, $2)', [1, 'a'])
+ * const { rows } = await db.query('select * from t')
+ * await db.close()
+ * ```
+ */
+export class PGlite implements AsyncDisposable {
+  /** Resolves when the database is ready; rejects if it failed to start. */
+  readonly waitReady: Promise<void>
+  readonly dataDir: string | undefined
+  readonly debug: number
+  /** Parsers by type OID, used for results (array types added at start). */
+  readonly parsers: Record<number, Parser>
+  /** Serializers by parameter type OID. */
+  readonly serializers: Record<number, Serializer>
+
+  readonly #options: PGliteOptions
+  readonly #queue = new ExecQueue()
+  readonly #notify = new NotifyRegistry()
+  #backend: Backend | undefined
+  #runner: QueryRunner | undefined
+  #releaseDir: (() => void) | undefined
+  #ready = false
+  #closing = false
+  #closed = false
+  #closePromise: Promise<void> | undefined
+  #inTransaction = false
+  // Made once; re-armed per exec (no per-exec closures on the hot path).
+  readonly #messageSink = new MessageSink()
+  readonly #messageHandler = new ParsedHandler(this.#messageSink)
+  readonly #raw = new RawHandler()
+  readonly #rawNotify = new RawNotifyHandler()
+  readonly #accumulator = new RawAccumulator()
+
+  /**
+   * @param dataDir `memory://` or nothing for an in-memory database; a path
+   *   or `file://` path for a directory (Node).
+   */
+  constructor(dataDir?: string | PGliteOptions, options?: PGliteOptions) {
+    const opts: PGliteOptions = typeof dataDir === 'object' ? dataDir : { ...options, dataDir: dataDir ?? options?.dataDir }
+    this.#options = opts
+    this.dataDir = opts.dataDir
+    this.debug = opts.debug ?? 0
+    this.parsers = { ...defaultParsers, ...opts.parsers }
+    this.serializers = { ...defaultSerializers, ...opts.serializers }
+    this.waitReady = this.#init()
+    // An instance nobody awaits must not crash the process with an unhandled rejection.
+    this.waitReady.catch(() => {})
+  }
+
+  /** Creates an instance and waits until it is ready. */
+  static async create(dataDir?: string | PGliteOptions, options?: PGliteOptions): Promise<PGlite> {
+    const db = new PGlite(dataDir, options)
+    await db.waitReady
+    return db
+  }
+
+  async #init(): Promise<void> {
+    const opts = this.#options
+    const spec = parseDataDir(opts.dataDir)
+    const assets = await loadAssets()
+    const templateOptions = { initdbArgs: opts.initdbArgs, cacheDir: opts.templateCacheDir }
+    let mount: DataDirMount
+    if (opts.loadDataTree) {
+      mount = { kind: 'memory', tree: opts.loadDataTree }
+    } else if (spec.kind === 'memory') {
+      mount = { kind: 'memory', tree: await getTemplate(assets, templateOptions) }
+    } else {
+      const { resolve } = await import('node:path')
+      const path = resolve(spec.path)
+      this.#releaseDir = claimDir(path)
+      try {
+        const { prepareNodeDataDir } = await import('./fs/node-dir.js')
+        await prepareNodeDataDir(path, () => getTemplate(assets, templateOptions))
+      } catch (err) {
+        this.#releaseDir()
+        throw err
+      }
+      mount = { kind: 'node', path }
+    }
+    let backend: Backend
+    try {
+      backend = await Backend.start(assets, {
+        mount,
+        username: opts.username ?? 'postgres',
+        database: opts.database ?? 'postgres',
+        startArgs: startArgsFor(opts, mount.kind === 'memory'),
+        initialMemory: opts.initialMemory,
+        onLog: this.debug > 0 ? (line) => console.debug(`[pgwasm] ${line}`) : undefined,
+      })
+    } catch (err) {
+      this.#releaseDir?.()
+      throw err
+    }
+    this.#backend = backend
+    const runner = new QueryRunner(
+      backend,
+      { afterExec: (c, o) => this.#afterExec(c, o) },
+      this.parsers,
+      this.serializers,
+      opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
+    )
+    this.#runner = runner
+    if (opts.username && opts.username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(opts.username)}`, undefined)
+    this.#registerArrayTypes(runner)
+    this.#ready = true
+  }
+
+  #registerArrayTypes(runner: QueryRunner): void {
+    const { rows } = runner.query(
+      `SELECT b.oid::int AS elem, a.oid::int AS arr, a.typdelim AS delim FROM pg_catalog.pg_type a
+       JOIN pg_catalog.pg_type b ON b.oid = a.typelem WHERE a.typcategory = 'A' AND a.typsubscript = 'array_subscript_handler'::regproc`,
+      [],
+      { rowMode: 'array' },
+    )
+    for (const row of rows as [number, number, string][]) {
+      const [elem, arr, delim] = row
+      if (!this.parsers[arr]) this.parsers[arr] = makeArrayParser(this.parsers[elem], elem, delim)
+      if (!this.serializers[arr]) {
+        const element = this.serializers[elem]
+        this.serializers[arr] = (value: unknown) =>
+          Array.isArray(value) ? serializeArray(value, element, delim) : String(value)
+      }
+    }
+    runner.cache.clear()
+  }
+
+  #afterExec(collector: ResultCollector, options: QueryOptions | undefined): void {
+    if (collector.notices && options?.onNotice) for (const n of collector.notices) options.onNotice(n)
+    if (collector.notifications) this.#notify.dispatch(collector.notifications)
+    this.#inTransaction = collector.txStatus !== 0x49
+  }
+
+  /** True once started and until `close()` begins. */
+  get ready(): boolean {
+    return this.#ready && !this.#closing && !this.#closed
+  }
+
+  /** True after `close()` finished or the engine died. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  async #engine(): Promise<{ backend: Backend; runner: QueryRunner }> {
+    if (this.#closing || this.#closed) throw this.#backend?.deadError ?? new ClosedError()
+    if (!this.#ready) await this.waitReady
+    return { backend: this.#backend!, runner: this.#runner! }
+  }
+
+  /** Runs `job` on the engine in the queue; marks the instance closed if the engine died. */
+  async #exclusive<T>(job: (backend: Backend, runner: QueryRunner) => Promise<T> | T): Promise<T> {
+    const { backend, runner } = await this.#engine()
+    return this.#queue.run(async () => {
+      if (this.#closed) throw backend.deadError ?? new ClosedError()
+      try {
+        return await job(backend, runner)
+      } catch (err) {
+        if (backend.deadError) this.#markDead()
+        throw err
+      }
+    })
+  }
+
+  #markDead(): void {
+    this.#closed = true
+    this.#ready = false
+    this.#releaseDir?.()
+    this.#notify.clear()
+  }
+
+  /**
+   * Runs one statement with parameters (extended protocol).
+   * @throws {DatabaseError} when Postgres reports an error; the instance stays usable.
+   */
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>> {
+    return this.#exclusive((_b, runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
+  }
+
+  async #runQuery<T>(runner: QueryRunner, sql: string, params: readonly unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
+    if (options?.blob) return this.#withBlob(options.blob, () => runner.query(sql, params, options)) as Promise<Results<T>>
+    return runner.query(sql, params, options) as Results<T>
+  }
+
+  async #runExec(runner: QueryRunner, sql: string, options: QueryOptions | undefined): Promise<Results[]> {
+    if (options?.blob) {
+      let results: Results[] = []
+      await this.#withBlob(options.blob, () => {
+        results = runner.exec(sql, options) as Results[]
+        return results[results.length - 1]!
+      })
+      return results
+    }
+    return runner.exec(sql, options) as Results[]
+  }
+
+  /** Feeds `blob` to `/dev/blob` for one call and attaches what COPY wrote to it. */
+  async #withBlob<R extends object>(blob: Blob, run: () => R): Promise<R> {
+    const backend = this.#backend!
+    backend.blob.setInput(new Uint8Array(await blob.arrayBuffer()))
+    try {
+      const result = run()
+      const written = backend.blob.takeOutput()
+      if (written) Object.assign(result, { blob: new Blob(written as BlobPart[]) })
+      return result
+    } finally {
+      backend.blob.setInput(undefined)
+      backend.blob.takeOutput()
+    }
+  }
+
+  /** Like {@link query}, from a template: `` db.sql`select * from t where id = ${id}` ``. */
+  sql<T = Record<string, unknown>>(strings: TemplateStringsArray, ...params: unknown[]): Promise<Results<T>> {
+    const { query, params: values } = templateQuery(strings, ...params)
+    return this.query<T>(query, values)
+  }
+
+  /**
+   * Runs one or more statements without parameters (simple protocol) and
+   * returns a result per statement.
+   */
+  exec(sql: string, options?: QueryOptions): Promise<Results[]> {
+    return this.#exclusive((_b, runner) => this.#runExec(runner, sql, options))
+  }
+
+  /** The parameter and result types of a statement, without running it. */
+  describeQuery(sql: string, options?: QueryOptions): Promise<DescribeQueryResult> {
+    return this.#exclusive((_b, runner) => runner.describe(sql, options))
+  }
+
+  /**
+   * Runs `callback` in a transaction that holds the instance: it commits when
+   * the callback returns and rolls back when it throws.
+   * @throws {DatabaseError} code `25P02` when COMMIT found the transaction aborted.
+   */
+  transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.#exclusive(async (_backend, runner) => {
+      runner.exec('BEGIN', undefined)
+      const txQueue = new ExecQueue()
+      let closed = false
+      const check = (): void => {
+        if (closed) throw new ClosedError('the transaction is closed')
+      }
+      const tx: Transaction = {
+        query: (sql, params, options) =>
+          txQueue.run(() => {
+            check()
+            return this.#runQuery(runner, sql, params ?? [], options)
+          }),
+        sql: (strings, ...params) => {
+          const { query, params: values } = templateQuery(strings, ...params)
+          return tx.query(query, values)
+        },
+        exec: (sql, options) =>
+          txQueue.run(() => {
+            check()
+            return this.#runExec(runner, sql, options)
+          }),
+        rollback: () =>
+          txQueue.run(() => {
+            check()
+            runner.exec('ROLLBACK', undefined)
+            closed = true
+          }),
+        listen: (channel, cb) =>
+          txQueue.run(() => {
+            check()
+            return this.#listen(runner, channel, cb)
+          }),
+        get closed() {
+          return closed
+        },
+      }
+      try {
+        const result = await callback(tx)
+        await txQueue.run(() => {
+          if (closed) return
+          closed = true
+          const [commit] = runner.exec('COMMIT', undefined)
+          if (commit?.command === 'ROLLBACK') {
+            throw new DatabaseError('the transaction was rolled back because a statement in it failed', {
+              code: '25P02',
+              severity: 'ERROR',
+            })
+          }
+        })
+        return result
+      } catch (err) {
+        if (!closed) {
+          closed = true
+          if (!this.#backend?.deadError) runner.exec('ROLLBACK', undefined)
+        }
+        throw err
+      }
+    })
+  }
+
+  /**
+   * Subscribes to a NOTIFY channel (`LISTEN`).
+   * @returns a function that unsubscribes this callback.
+   */
+  listen(channel: string, callback: ChannelListener, tx?: Transaction): Promise<(tx?: Transaction) => Promise<void>> {
+    if (tx) return tx.listen(channel, callback)
+    return this.#exclusive((_b, runner) => this.#listen(runner, channel, callback))
+  }
+
+  #listen(runner: QueryRunner, channel: string, callback: ChannelListener): (tx?: Transaction) => Promise<void> {
+    const name = toChannelName(channel)
+    this.#notify.add(name, callback)
+    try {
+      runner.exec(`LISTEN ${channel}`, undefined)
+    } catch (err) {
+      this.#notify.remove(name, callback)
+      throw err
+    }
+    return (tx?: Transaction) => this.unlisten(channel, callback, tx)
+  }
+
+  /** Removes a callback (or every callback) of a channel; `UNLISTEN`s when none is left. */
+  async unlisten(channel: string, callback?: ChannelListener, tx?: Transaction): Promise<void> {
+    const name = toChannelName(channel)
+    if (!this.#notify.remove(name, callback)) return
+    if (this.#closing || this.#closed) return
+    if (tx) await tx.exec(`UNLISTEN ${channel}`)
+    else await this.exec(`UNLISTEN ${channel}`)
+  }
+
+  /** Calls `callback` for every notification on any channel this session listens to. */
+  onNotification(callback: NotificationListener): () => void {
+    this.#notify.addGlobal(callback)
+    return () => this.#notify.removeGlobal(callback)
+  }
+
+  offNotification(callback: NotificationListener): void {
+    this.#notify.removeGlobal(callback)
+  }
+
+  #checkFrames(message: Uint8Array): void {
+    validateFrontendFrames(message, FRONTEND_TYPES)
+  }
+
+  /**
+   * Runs raw frontend messages and returns every backend message decoded
+   * (pg-protocol's classes) with the raw bytes.
+   * @throws {ProtocolError} for malformed frames; {@link DatabaseError} for an ErrorResponse unless `throwOnError: false`.
+   */
+  execProtocol(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<ExecProtocolResult> {
+    return this.#exclusive((backend) => {
+      const messages = this.#execMessages(backend, message, options, true)
+      return { messages, data: this.#accumulator.take() }
+    })
+  }
+
+  /** Like {@link execProtocol}, returning only the decoded messages. */
+  execProtocolStream(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<BackendMessage[]> {
+    return this.#exclusive((backend) => this.#execMessages(backend, message, options, false))
+  }
+
+  #execMessages(backend: Backend, message: Uint8Array, options: ExecProtocolOptions, keepRaw: boolean): BackendMessage[] {
+    if (isTerminate(message)) return []
+    this.#checkFrames(message)
+    const sink = this.#messageSink.reset()
+    const handler: ProtocolHandler = keepRaw
+      ? {
+          onChunk: (bytes) => {
+            this.#accumulator.push(bytes)
+            this.#messageHandler.onChunk(bytes)
+          },
+          finish: () => this.#messageHandler.finish(),
+        }
+      : this.#messageHandler
+    this.#execChecked(backend, message, handler)
+    handler.finish()
+    const { messages, error, notices, notifications } = sink
+    sink.reset()
+    if (notices && options.onNotice) for (const n of notices) options.onNotice(n)
+    if (notifications) this.#notify.dispatch(notifications)
+    if (error && options.throwOnError !== false) {
+      if (keepRaw) this.#accumulator.take()
+      throw error
+    }
+    return messages
+  }
+
+  /** Runs a request or, for a startup packet (first byte 0), the connection handshake. */
+  #execChecked(backend: Backend, message: Uint8Array, handler: ProtocolHandler): void {
+    if (message.length >= 8 && message[0] === 0) backend.startup(message, handler)
+    else backend.exec(message, handler)
+  }
+
+  /**
+   * Runs raw frontend messages and returns the backend's bytes untouched.
+   * @throws {ProtocolError} for malformed frames; the instance stays usable.
+   */
+  execProtocolRaw(message: Uint8Array, _options: ExecProtocolOptions = {}): Promise<Uint8Array> {
+    return this.#exclusive((backend) => {
+      if (isTerminate(message)) return new Uint8Array(0)
+      if (message[0] !== 0) this.#checkFrames(message)
+      this.#runRaw(backend, message, this.#accumulator.push)
+      return this.#accumulator.take()
+    })
+  }
+
+  /**
+   * Runs raw frontend messages, handing the backend's bytes to `onRawData`
+   * as the engine writes them; nothing is parsed or kept (notifications are
+   * still delivered to listeners).
+   */
+  execProtocolRawStream(message: Uint8Array, options: ExecProtocolStreamOptions): Promise<void> {
+    return this.#exclusive((backend) => {
+      if (isTerminate(message)) return
+      if (message[0] !== 0) this.#checkFrames(message)
+      this.#runRaw(backend, message, options.onRawData)
+    })
+  }
+
+  #runRaw(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void): void {
+    if (this.#notify.hasListeners) {
+      const handler = this.#rawNotify.arm(onData)
+      try {
+        this.#execChecked(backend, message, handler)
+      } finally {
+        const notifications: Notification[] | undefined = handler.notifications
+        handler.finish()
+        if (notifications) this.#notify.dispatch(notifications)
+      }
+    } else {
+      const handler = this.#raw.arm(onData)
+      try {
+        this.#execChecked(backend, message, handler)
+      } finally {
+        handler.finish()
+      }
+    }
+  }
+
+  /** Runs `fn` while holding the instance's queue (no other call interleaves). */
+  runExclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#exclusive(() => fn())
+  }
+
+  /** Re-reads array types from the catalog (after creating types). */
+  refreshArrayTypes(): Promise<void> {
+    return this.#exclusive((_b, runner) => this.#registerArrayTypes(runner))
+  }
+
+  /**
+   * A new, independent in-memory instance with a copy of this database
+   * (taken after a CHECKPOINT).
+   */
+  clone(): Promise<PGlite> {
+    return this.#exclusive(async (backend, runner) => {
+      runner.exec('CHECKPOINT', undefined)
+      const tree: DataTree = backend.readDataTree()
+      return PGlite.create({ ...this.#options, dataDir: undefined, loadDataTree: tree })
+    })
+  }
+
+  /** Sizes of internal buffers, for memory tests. Not a stable API. */
+  _internalStats(): { rowsHeld: number; scannerBytes: number; rawBufferBytes: number; cachedStatements: number; wasmMemoryBytes: number } {
+    const runner = this.#runner
+    return {
+      rowsHeld: runner?.collector.rowsHeld ?? 0,
+      scannerBytes: Math.max(runner?.handlerAssemblyBytes ?? 0, this.#rawNotify.assemblyBytes, this.#messageHandler.assemblyBytes),
+      rawBufferBytes: this.#accumulator.capacityBytes,
+      cachedStatements: runner?.cache.size ?? 0,
+      wasmMemoryBytes: this.#backend && !this.#closed ? this.#backend.memoryBytes : 0,
+    }
+  }
+
+  /** Whether the session is inside a transaction (as of the last request). */
+  get isInTransaction(): boolean {
+    return this.#inTransaction
+  }
+
+  /**
+   * Shuts Postgres down cleanly (shutdown checkpoint) after queued calls
+   * finish. A second call returns the same promise; calls made after it
+   * reject with {@link ClosedError}.
+   */
+  close(): Promise<void> {
+    this.#closePromise ??= this.#close()
+    return this.#closePromise
+  }
+
+  async #close(): Promise<void> {
+    this.#closing = true
+    try {
+      await this.waitReady
+    } catch {
+      this.#closed = true
+      return
+    }
+    await this.#queue.run(() => {
+      try {
+        this.#backend?.shutdown()
+      } finally {
+        this.#closed = true
+        this.#ready = false
+        this.#notify.clear()
+        this.#releaseDir?.()
+        this.#runner = undefined
+      }
+    })
+  }
+
+  async [asyncDispose](): Promise<void> {
+    await this.close()
+  }
+}
+
+function isTerminate(message: Uint8Array): boolean {
+  return message.length === 5 && message[0] === Frontend.Terminate
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}
+
+export { ProtocolError, EngineError }

@@ -1,0 +1,61 @@
+/** Backend message type bytes (PostgreSQL protocol, "Message Formats"). */
+export const enum Backend {
+  Authentication = 0x52 /* R */,
+  ParameterStatus = 0x53 /* S */,
+  BackendKeyData = 0x4b /* K */,
+  ReadyForQuery = 0x5a /* Z */,
+  RowDescription = 0x54 /* T */,
+  DataRow = 0x44 /* D */,
+  CommandComplete = 0x43 /* C */,
+  EmptyQueryResponse = 0x49 /* I */,
+  ErrorResponse = 0x45 /* E */,
+  NoticeResponse = 0x4e /* N */,
+  NotificationResponse = 0x41 /* A */,
+  ParseComplete = 0x31 /* 1 */,
+  BindComplete = 0x32 /* 2 */,
+  CloseComplete = 0x33 /* 3 */,
+  NoData = 0x6e /* n */,
+  PortalSuspended = 0x73 /* s */,
+  ParameterDescription = 0x74 /* t */,
+  CopyInResponse = 0x47 /* G */,
+  CopyOutResponse = 0x48 /* H */,
+  CopyBothResponse = 0x57 /* W */,
+  CopyData = 0x64 /* d */,
+  CopyDone = 0x63 /* c */,
+}
+
+/** Frontend message type bytes. */
+export const enum Frontend {
+  Bind = 0x42 /* B */,
+  Close = 0x43 /* C */,
+  CopyData = 0x64 /* d */,
+  CopyDone = 0x63 /* c */,
+  CopyFail = 0x66 /* f */,
+  Describe = 0x44 /* D */,
+  Execute = 0x45 /* E */,
+  Flush = 0x48 /* H */,
+  FunctionCall = 0x46 /* F */,
+  Parse = 0x50 /* P */,
+  Password = 0x70 /* p */,
+  Query = 0x51 /* Q */,
+  Sync = 0x53 /* S */,
+  Terminate = 0x58 /* X */,
+}
+
+/** Every frontend type byte the engine accepts after startup; others make Postgres exit (FATAL). */
+export const FRONTEND_TYPES: ReadonlySet<number> = new Set([
+  Frontend.Bind,
+  Frontend.Close,
+  Frontend.CopyData,
+  Frontend.CopyDone,
+  Frontend.CopyFail,
+  Frontend.Describe,
+  Frontend.Execute,
+  Frontend.Flush,
+  Frontend.FunctionCall,
+  Frontend.Parse,
+  Frontend.Password,
+  Frontend.Query,
+  Frontend.Sync,
+  Frontend.Terminate,
+])

@@ -1,0 +1,199 @@
+import type { Backend } from '../engine/backend.js'
+import { DatabaseError } from '../errors.js'
+import { ResultCollector, makeRowShape, type ResultSet } from '../protocol/decode.js'
+import { FrameWriter } from '../protocol/encode.js'
+import { ParsedHandler } from '../protocol/handlers.js'
+import { needsParamTypes, serializeByValue, type Parser, type Serializer } from '../types/index.js'
+import type { DescribeQueryResult, QueryOptions } from './results.js'
+import { StatementCache } from './statement-cache.js'
+
+/** SQLSTATE: prepared statement does not exist (e.g. after DISCARD ALL). */
+const INVALID_SQL_STATEMENT_NAME = '26000'
+/** SQLSTATE 0A000, raised when a cached plan's result type changed (ALTER TABLE). */
+const FEATURE_NOT_SUPPORTED = '0A000'
+const TX_IDLE = 0x49 /* I */
+
+export interface RunnerHooks {
+  /** Called after every exec with what it collected (notices, notifications). */
+  afterExec(collector: ResultCollector, options: QueryOptions | undefined): void
+}
+
+/**
+ * Runs `query`, `exec` and `describeQuery` on a backend: encodes the whole
+ * request into one buffer, runs it as one exec, decodes rows as the engine
+ * writes them. Synchronous; the caller holds the queue.
+ */
+export class QueryRunner {
+  readonly collector = new ResultCollector()
+  readonly #handler = new ParsedHandler(this.collector)
+  readonly #writer = new FrameWriter()
+  readonly cache: StatementCache
+  readonly #backend: Backend
+  readonly #hooks: RunnerHooks
+  parsers: Record<number, Parser>
+  serializers: Record<number, Serializer>
+
+  constructor(
+    backend: Backend,
+    hooks: RunnerHooks,
+    parsers: Record<number, Parser>,
+    serializers: Record<number, Serializer>,
+    cacheSize: number,
+  ) {
+    this.#backend = backend
+    this.#hooks = hooks
+    this.parsers = parsers
+    this.serializers = serializers
+    this.cache = new StatementCache(cacheSize)
+  }
+
+  get handlerAssemblyBytes(): number {
+    return this.#handler.assemblyBytes
+  }
+
+  #writerWithCloses(): FrameWriter {
+    const w = this.#writer.reset()
+    const closes = this.cache.pendingCloses
+    if (closes.length > 0) {
+      for (const name of closes) w.close('S', name)
+      this.cache.pendingCloses = []
+    }
+    return w
+  }
+
+  #run(message: Uint8Array, options: QueryOptions | undefined, shape?: Parameters<ResultCollector['reset']>[2]): ResultCollector {
+    const collector = this.collector.reset(this.#parsersFor(options), options?.rowMode ?? 'object', shape)
+    this.#backend.exec(message, this.#handler)
+    this.#handler.finish()
+    if (collector.copyInPending) {
+      // query()/exec() have no COPY sub-protocol: end it so the session is usable.
+      this.#backend.exec(
+        this.#writer.reset().copyFail('COPY FROM STDIN is not supported here; use COPY ... FROM \'/dev/blob\' with the `blob` option').view(),
+        this.#handler,
+      )
+      this.#handler.finish()
+    }
+    this.#hooks.afterExec(collector, options)
+    return collector
+  }
+
+  #parsersFor(options: QueryOptions | undefined): Record<number, Parser> {
+    return options?.parsers ? { ...this.parsers, ...options.parsers } : this.parsers
+  }
+
+  /** One statement through the extended protocol, prepared once per SQL text. */
+  query(sql: string, params: readonly unknown[], options: QueryOptions | undefined): ResultSet {
+    return this.#query(sql, params, options, true)
+  }
+
+  #query(sql: string, params: readonly unknown[], options: QueryOptions | undefined, mayRetry: boolean): ResultSet {
+    const cache = this.cache
+    const key = options?.paramTypes?.length ? `${sql}\u0000${options.paramTypes.join(',')}` : sql
+    const cached = cache.enabled ? cache.get(key) : undefined
+    if (cached) {
+      const values = this.#serialize(params, cached.paramTypes, options)
+      const message = this.#writerWithCloses().bind('', cached.name, values).execute().sync().view()
+      const shape =
+        cached.fields && options?.parsers ? makeRowShape(cached.fields, this.#parsersFor(options)) : (cached.shape ?? undefined)
+      const c = this.#run(message, options, shape)
+      const error = c.error
+      if (error) {
+        // Our statement vanished (DISCARD ALL, DEALLOCATE) or its plan's
+        // result type changed (ALTER TABLE): prepare again, once, unless a
+        // transaction is now aborted by it.
+        if (error.code === INVALID_SQL_STATEMENT_NAME || error.code === FEATURE_NOT_SUPPORTED) {
+          cache.drop(key)
+          if (mayRetry && c.txStatus === TX_IDLE) return this.#query(sql, params, options, false)
+        }
+        throw withQuery(error, sql, params)
+      }
+      return firstResult(c)
+    }
+
+    const name = cache.enabled ? cache.nextName() : ''
+    const explicitTypes = options?.paramTypes ?? []
+    let c: ResultCollector
+    if (options?.serializers || needsParamTypes(params)) {
+      // The text form of arrays and objects depends on the parameter's type
+      // (array literal or JSON): ask the server first.
+      c = this.#run(this.#writerWithCloses().parse(name, sql, explicitTypes).describe('S', name).sync().view(), options)
+      if (c.error) throw withQuery(c.error, sql, params)
+      const paramTypes = c.paramTypes ?? []
+      const described = c.described
+      this.#remember(key, name, paramTypes, described)
+      const values = this.#serialize(params, paramTypes, options)
+      c = this.#run(this.#writer.reset().bind('', name, values).execute().sync().view(), options, described ?? undefined)
+    } else {
+      const values = params.map(serializeByValue)
+      c = this.#run(
+        this.#writerWithCloses().parse(name, sql, explicitTypes).describe('S', name).bind('', name, values).execute().sync().view(),
+        options,
+      )
+      if (c.parseComplete) this.#remember(key, name, c.paramTypes ?? [], c.described)
+    }
+    if (c.error) throw withQuery(c.error, sql, params)
+    return firstResult(c)
+  }
+
+  #remember(key: string, name: string, paramTypes: readonly number[], described: ResultCollector['described']): void {
+    if (!name) return
+    const fields = described ? described.fields : null
+    // The shape is rebuilt with the instance's parsers: a per-query `parsers`
+    // option must not leak into later calls.
+    const shape = fields ? makeRowShape(fields, this.parsers) : null
+    this.cache.set(key, { name, paramTypes, fields, shape })
+  }
+
+  #serialize(
+    params: readonly unknown[],
+    paramTypes: readonly number[],
+    options: QueryOptions | undefined,
+  ): (string | Uint8Array | null)[] {
+    const out = new Array<string | Uint8Array | null>(params.length)
+    for (let i = 0; i < params.length; i++) {
+      const value = params[i]
+      if (value === null || value === undefined) {
+        out[i] = null
+        continue
+      }
+      const oid = paramTypes[i] ?? 0
+      const serialize = options?.serializers?.[oid] ?? this.serializers[oid]
+      out[i] = serialize && !(value instanceof Uint8Array) ? serialize(value) : serializeByValue(value)
+    }
+    return out
+  }
+
+  /** Every statement of `sql` through the simple protocol. */
+  exec(sql: string, options: QueryOptions | undefined): ResultSet[] {
+    const c = this.#run(this.#writerWithCloses().query(sql).view(), options)
+    if (c.error) throw withQuery(c.error, sql, undefined)
+    return c.results.length > 0 ? c.results : [{ rows: [], fields: [], affectedRows: 0 }]
+  }
+
+  describe(sql: string, options: QueryOptions | undefined): DescribeQueryResult {
+    const c = this.#run(this.#writerWithCloses().parse('', sql, options?.paramTypes ?? []).describe('S', '').sync().view(), options)
+    if (c.error) throw withQuery(c.error, sql, undefined)
+    const parsers = this.#parsersFor(options)
+    return {
+      queryParams: (c.paramTypes ?? []).map((dataTypeID) => ({
+        dataTypeID,
+        serializer: options?.serializers?.[dataTypeID] ?? this.serializers[dataTypeID],
+      })),
+      resultFields: (c.described?.fields ?? []).map(({ name, dataTypeID }) => ({
+        name,
+        dataTypeID,
+        parser: parsers[dataTypeID],
+      })),
+    }
+  }
+}
+
+function firstResult(c: ResultCollector): ResultSet {
+  return c.results[0] ?? { rows: [], fields: c.described ? c.described.fields : [], affectedRows: 0 }
+}
+
+function withQuery(error: DatabaseError, sql: string, params: readonly unknown[] | undefined): DatabaseError {
+  error.query = sql
+  error.params = params
+  return error
+}

@@ -1,0 +1,6 @@
+export { OID, ARRAY_OF, TYPE_DELIMITER, arrayDelimiter } from './oids.js'
+export type { BuiltinOid } from './oids.js'
+export { defaultParsers, parseArray, makeArrayParser, parseValue } from './parsers.js'
+export type { Parser } from './parsers.js'
+export { defaultSerializers, serializeArray, serializeByValue, needsParamTypes } from './serializers.js'
+export type { Serializer } from './serializers.js'

@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'pglite',
+          root: 'packages/pglite',
+          include: ['tests/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          // Engine tests are CPU-heavy; two workers match the 2-core machines.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+})
