@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { serialize } from 'pg-protocol'
+import { PGlite } from '../src/index.js'
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+function frameTypes(bytes: Uint8Array): string {
+  let types = ''
+  for (let i = 0; i < bytes.length; ) {
+    types += String.fromCharCode(bytes[i]!)
+    i += 1 + new DataView(bytes.buffer, bytes.byteOffset + i + 1, 4).getInt32(0)
+  }
+  return types
+}
+
+describe('raw protocol execs', () => {
+  let db: PGlite
+  beforeAll(async () => {
+    db = await PGlite.create()
+    await db.exec('create table r (id int primary key, v text); insert into r select g, repeat(md5(g::text), 20) from generate_series(1, 200) g')
+  })
+  afterAll(() => db.close())
+
+  it('hands on exactly the bytes execProtocolRaw returns for the same message', async () => {
+    const message = serialize.query('select * from r order by id')
+    const whole = await db.execProtocolRaw(message)
+    const chunks: Uint8Array[] = []
+    await db.execProtocolRawStream(message, { onRawData: (c) => chunks.push(c.slice()) })
+    expect(chunks.length).toBeGreaterThan(1)
+    expect(Buffer.from(concat(chunks)).equals(Buffer.from(whole))).toBe(true)
+    expect(frameTypes(whole)).toMatch(/^TD+CZ$/)
+  })
+
+  it('runs an extended-protocol pipeline in one exec', async () => {
+    const message = concat([
+      serialize.parse({ text: 'select $1::int + 1 as n' }),
+      serialize.bind({ values: ['41'] }),
+      serialize.describe({ type: 'P' }),
+      serialize.execute({}),
+      serialize.sync(),
+    ])
+    const reply = await db.execProtocolRaw(message)
+    expect(frameTypes(reply)).toBe('12TDCZ')
+  })
+
+  it('keeps no result buffer growing over 10,000 raw-stream execs', async () => {
+    const message = serialize.query('select * from r where id < 20')
+    let bytes = 0
+    const onRawData = (c: Uint8Array): void => {
+      bytes += c.length
+    }
+    await db.execProtocolRawStream(message, { onRawData })
+    const before = db._internalStats()
+    for (let i = 0; i < 10_000; i++) await db.execProtocolRawStream(message, { onRawData })
+    const after = db._internalStats()
+    expect(bytes).toBeGreaterThan(10_000 * 1000)
+    expect(after.rowsHeld).toBe(0)
+    expect(after.scannerBytes).toBe(before.scannerBytes)
+    expect(after.rawBufferBytes).toBe(before.rawBufferBytes)
+  })
+
+  it('keeps no result buffer growing over 10,000 raw-stream execs while a listener scans for notifications', async () => {
+    const off = db.onNotification(() => {})
+    try {
+      const message = serialize.query('select * from r where id < 20')
+      await db.execProtocolRawStream(message, { onRawData: () => {} })
+      const before = db._internalStats()
+      for (let i = 0; i < 10_000; i++) await db.execProtocolRawStream(message, { onRawData: () => {} })
+      const after = db._internalStats()
+      expect(after.scannerBytes).toBe(before.scannerBytes)
+      expect(after.rawBufferBytes).toBe(before.rawBufferBytes)
+    } finally {
+      off()
+    }
+  })
+
+  it('delivers a NOTIFY that arrives during a raw-stream exec to a listener', async () => {
+    const received = new Promise<string>((resolve) => {
+      void db.listen('raw_chan', resolve)
+    })
+    // Wait for LISTEN to have run before notifying.
+    await db.query('select 1')
+    const chunks: Uint8Array[] = []
+    await db.execProtocolRawStream(serialize.query("NOTIFY raw_chan, 'from raw'"), {
+      onRawData: (c) => chunks.push(c.slice()),
+    })
+    expect(await received).toBe('from raw')
+    // The caller still gets the A frame among its bytes, untouched.
+    expect(frameTypes(concat(chunks))).toContain('A')
+    await db.unlisten('raw_chan')
+  })
+
+  it('delivers a NOTIFY split across output chunks', async () => {
+    const payload = 'x'.repeat(7000)
+    const got: string[] = []
+    const done = new Promise<void>((resolve) => {
+      void db.listen('big_chan', (p) => {
+        got.push(p)
+        if (got.length === 3) resolve()
+      })
+    })
+    await db.query('select 1')
+    // Three 7 KB notifications cross the engine's 8 KB send buffer boundaries.
+    await db.execProtocolRawStream(serialize.query(`NOTIFY big_chan, '${payload}'; NOTIFY big_chan, '${payload}1'; NOTIFY big_chan, '${payload}2'`), {
+      onRawData: () => {},
+    })
+    await done
+    expect(got).toEqual([payload, `${payload}1`, `${payload}2`])
+    await db.unlisten('big_chan')
+  })
+
+  it('answers a startup packet with authentication, parameters, key data and ReadyForQuery', async () => {
+    const other = await PGlite.create()
+    try {
+      const enc = new TextEncoder()
+      const params = enc.encode('user\u0000postgres\u0000database\u0000postgres\u0000\u0000')
+      const packet = new Uint8Array(8 + params.length)
+      const view = new DataView(packet.buffer)
+      view.setInt32(0, packet.length)
+      view.setInt32(4, 196608)
+      packet.set(params, 8)
+      const reply = await other.execProtocolRaw(packet)
+      expect(frameTypes(reply)).toMatch(/^RS+KZ$/)
+      expect((await other.query<{ n: number }>('select 1 as n')).rows[0]!.n).toBe(1)
+    } finally {
+      await other.close()
+    }
+  })
+
+  it('returns decoded pg-protocol messages from execProtocol', async () => {
+    const { messages, data } = await db.execProtocol(serialize.query('select 1 as one'))
+    expect(messages.map((m) => m.name)).toEqual(['rowDescription', 'dataRow', 'commandComplete', 'readyForQuery'])
+    expect(data.length).toBeGreaterThan(0)
+  })
+
+  it('throws the ErrorResponse of execProtocol as a DatabaseError and stays usable', async () => {
+    await expect(db.execProtocol(serialize.query('select * from missing_table'))).rejects.toMatchObject({
+      name: 'DatabaseError',
+      code: '42P01',
+    })
+    const { messages } = await db.execProtocol(serialize.query('select * from missing_table'), { throwOnError: false })
+    expect(messages.map((m) => m.name)).toEqual(['error', 'readyForQuery'])
+    expect((await db.query('select 2 as n')).rows).toEqual([{ n: 2 }])
+  })
+})
