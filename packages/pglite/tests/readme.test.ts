@@ -1,0 +1,41 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { afterAll, describe, expect, it, vi } from 'vitest'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const readme = readFileSync(join(here, '..', 'README.md'), 'utf8')
+const examples = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+const workDir = join(here, '.readme-examples')
+const entry = pathToFileURL(join(here, '..', 'src', 'index.ts')).href
+
+function expectedOutputs(code: string): unknown[] {
+  return [...code.matchAll(/console\.log\(.*\/\/ → (.*)$/gm)].map((m) => JSON.parse(m[1]!))
+}
+
+describe('README examples', () => {
+  mkdirSync(workDir, { recursive: true })
+  afterAll(() => rmSync(workDir, { recursive: true, force: true }))
+
+  it('has examples to run', () => {
+    expect(examples.length).toBeGreaterThanOrEqual(8)
+  })
+
+  examples.forEach((code, i) => {
+    const title = code.split('\n').find((l) => l.includes('console.log')) ?? `example ${i + 1}`
+    it(`prints what it says: ${title.trim().slice(0, 60)}`, async () => {
+      const file = join(workDir, `example-${i}.ts`)
+      writeFileSync(file, code.replaceAll(`from '@pgwasm/pglite'`, `from '${entry}'`))
+      const printed: unknown[] = []
+      const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
+        printed.push(args.length === 1 ? args[0] : args)
+      })
+      try {
+        await import(pathToFileURL(file).href)
+      } finally {
+        spy.mockRestore()
+      }
+      expect(JSON.parse(JSON.stringify(printed))).toEqual(expectedOutputs(code))
+    })
+  })
+})
