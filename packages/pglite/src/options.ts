@@ -36,6 +36,8 @@ export interface PGliteOptions {
   relaxedDurability?: boolean
   /** @internal Start an in-memory database from this data tree (used by `clone()`). */
   loadDataTree?: DataTree
+  /** @internal Start as a memory copy of this backend (used by `clone()`). */
+  cloneOf?: import('./engine/backend.js').Backend
 }
 
 /** The arguments PGlite 0.5 starts Postgres with (wasm-abi.md §5.3), without `--single`. */

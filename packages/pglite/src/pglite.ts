@@ -1,7 +1,8 @@
 import { loadAssets } from './engine/assets.js'
 import { Backend, type DataDirMount } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
-import { getTemplate } from './engine/template.js'
+import { getTemplate, templateKey } from './engine/template.js'
+import { restoreCopy, startInMemory } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
@@ -125,7 +126,9 @@ export class PGlite implements AsyncDisposable {
     const assets = await loadAssets()
     const templateOptions = { initdbArgs: opts.initdbArgs, cacheDir: opts.templateCacheDir }
     let mount: DataDirMount
-    if (opts.loadDataTree) {
+    if (opts.cloneOf) {
+      mount = { kind: 'memory', tree: [] }
+    } else if (opts.loadDataTree) {
       mount = { kind: 'memory', tree: opts.loadDataTree }
     } else if (spec.kind === 'memory') {
       mount = { kind: 'memory', tree: await getTemplate(assets, templateOptions) }
@@ -143,15 +146,24 @@ export class PGlite implements AsyncDisposable {
       mount = { kind: 'node', path }
     }
     let backend: Backend
+    const onLog = this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined
     try {
-      backend = await Backend.start(assets, {
-        mount,
-        username: opts.username ?? 'postgres',
-        database: opts.database ?? 'postgres',
-        startArgs: startArgsFor(opts, mount.kind === 'memory'),
-        initialMemory: opts.initialMemory,
-        onLog: this.debug > 0 ? (line) => console.debug(`[pgwasm] ${line}`) : undefined,
-      })
+      if (opts.cloneOf) {
+        backend = await restoreCopy(assets, opts.cloneOf, onLog)
+      } else {
+        const backendOptions = {
+          mount,
+          username: opts.username ?? 'postgres',
+          database: opts.database ?? 'postgres',
+          startArgs: startArgsFor(opts, mount.kind === 'memory'),
+          initialMemory: opts.initialMemory,
+          onLog,
+        }
+        backend =
+          mount.kind === 'memory' && !opts.loadDataTree
+            ? await startInMemory(assets, { ...backendOptions, treeKey: templateKey(assets, templateOptions) })
+            : await Backend.start(assets, backendOptions)
+      }
     } catch (err) {
       this.#releaseDir?.()
       throw err
@@ -165,6 +177,8 @@ export class PGlite implements AsyncDisposable {
       opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
     )
     this.#runner = runner
+    // A copy inherits the source's prepared statements; its cache starts empty.
+    if (opts.cloneOf) runner.exec('DEALLOCATE ALL', undefined)
     if (opts.username && opts.username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(opts.username)}`, undefined)
     this.#registerArrayTypes(runner)
     this.#ready = true
@@ -513,9 +527,14 @@ export class PGlite implements AsyncDisposable {
    */
   clone(): Promise<PGlite> {
     return this.#exclusive(async (backend, runner) => {
+      const options = { ...this.#options, dataDir: undefined, loadDataTree: undefined }
+      if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction) {
+        // A memory-level copy: no startup; session state comes along.
+        return PGlite.create({ ...options, cloneOf: backend })
+      }
       runner.exec('CHECKPOINT', undefined)
       const tree: DataTree = backend.readDataTree()
-      return PGlite.create({ ...this.#options, dataDir: undefined, loadDataTree: tree })
+      return PGlite.create({ ...options, loadDataTree: tree })
     })
   }
 

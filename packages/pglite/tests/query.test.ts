@@ -8,17 +8,74 @@ async function preparedStatements(db: PGlite, statement?: string): Promise<{ nam
   return result!.rows as { name: string; statement: string }[]
 }
 
+// One instance per configuration, all created before any test writes: the
+// small option suites run first, the main suite (many writes) last.
+let db: PGlite
+let custom: PGlite
+let noCache: PGlite
+
+beforeAll(async () => {
+  custom = await PGlite.create({
+    parsers: { [OID.INT4]: (v) => `int4:${v}` },
+    serializers: { [OID.TEXT]: (v) => `text:${String(v)}` },
+  })
+  noCache = await PGlite.create({ statementCache: false })
+  db = await PGlite.create()
+})
+
+afterAll(async () => {
+  await custom?.close()
+  await noCache?.close()
+  await db?.close()
+})
+
+describe('instance parsers and serializers options', () => {
+  it('parses results with the instance parsers', async () => {
+    const { rows } = await custom.query('select 5::int4 as n, 5::int8 as b')
+    expect(rows).toEqual([{ n: 'int4:5', b: 5 }])
+  })
+
+  it('applies instance parsers to exec results', async () => {
+    const [result] = await custom.exec('select 6::int4 as n')
+    expect(result!.rows).toEqual([{ n: 'int4:6' }])
+  })
+
+  it('lets a per-query parser override an instance parser', async () => {
+    const { rows } = await custom.query('select 7::int4 as n', [], { parsers: { [OID.INT4]: (v) => Number(v) * 2 } })
+    expect(rows).toEqual([{ n: 14 }])
+  })
+
+  it('serializes a parameter with the instance serializer of its type on the first call', async () => {
+    const { rows } = await custom.query('select $1::text as t', ['first'])
+    expect(rows).toEqual([{ t: 'text:first' }])
+  })
+
+  it('serializes a parameter with the instance serializer of its type once the statement is cached', async () => {
+    const text = 'select $1::text as t, true as again'
+    await custom.query(text, ['a'])
+    const { rows } = await custom.query(text, ['b'])
+    expect(rows).toEqual([{ t: 'text:b', again: true }])
+  })
+
+  it('does not apply a serializer of another type', async () => {
+    const { rows } = await custom.query('select $1::varchar as v', ['plain'])
+    expect(rows).toEqual([{ v: 'plain' }])
+  })
+})
+
+describe('statementCache: false', () => {
+  it('leaves no prepared statement behind', async () => {
+    for (let i = 0; i < 5; i++) expect((await noCache.query('select $1::int as n', [i])).rows).toEqual([{ n: i }])
+    expect(await preparedStatements(noCache)).toEqual([])
+  })
+
+  it('still serializes array parameters by their described type', async () => {
+    const { rows } = await noCache.query('select $1::int[] as a, $2::jsonb as j', [[1, 2], [1, 2]])
+    expect(rows).toEqual([{ a: [1, 2], j: [1, 2] }])
+  })
+})
+
 describe('query() and exec()', () => {
-  let db: PGlite
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-  })
-
-  afterAll(async () => {
-    await db?.close()
-  })
-
   it('returns rows, fields, affectedRows, command and rowCount for a select with parameters', async () => {
     const result = await db.query('select $1::int as n, $2::text as s', [7, 'seven'])
     expect(result).toEqual({
@@ -283,73 +340,13 @@ describe('query() and exec()', () => {
       expect(result.blob).toBeInstanceOf(Blob)
       expect(await result.blob!.text()).toBe('3,c\n4,d\n')
     })
-  })
-})
 
-describe('instance parsers and serializers options', () => {
-  let db: PGlite
-
-  beforeAll(async () => {
-    db = await PGlite.create({
-      parsers: { [OID.INT4]: (v) => `int4:${v}` },
-      serializers: { [OID.TEXT]: (v) => `text:${String(v)}` },
+    it("does not carry the output of an earlier COPY TO '/dev/blob' into a later result.blob", async () => {
+      await db.exec("create table q_copy_a (v text); insert into q_copy_a values ('a'); create table q_copy_b (v text); insert into q_copy_b values ('b')")
+      await db.query("COPY q_copy_a TO '/dev/blob' WITH (FORMAT csv)")
+      const result = await db.query("COPY q_copy_b TO '/dev/blob' WITH (FORMAT csv)", [], { blob: new Blob([]) })
+      expect(await result.blob!.text()).toBe('b\n')
     })
   })
-
-  afterAll(async () => {
-    await db?.close()
-  })
-
-  it('parses results with the instance parsers', async () => {
-    const { rows } = await db.query('select 5::int4 as n, 5::int8 as b')
-    expect(rows).toEqual([{ n: 'int4:5', b: 5 }])
-  })
-
-  it('applies instance parsers to exec results', async () => {
-    const [result] = await db.exec('select 6::int4 as n')
-    expect(result!.rows).toEqual([{ n: 'int4:6' }])
-  })
-
-  it('lets a per-query parser override an instance parser', async () => {
-    const { rows } = await db.query('select 7::int4 as n', [], { parsers: { [OID.INT4]: (v) => Number(v) * 2 } })
-    expect(rows).toEqual([{ n: 14 }])
-  })
-
-  it('serializes a parameter with the instance serializer of its type on the first call', async () => {
-    const { rows } = await db.query('select $1::text as t', ['first'])
-    expect(rows).toEqual([{ t: 'text:first' }])
-  })
-
-  it('serializes a parameter with the instance serializer of its type on every call', async () => {
-    const text = 'select $1::text as t, 1 as again'
-    const results = [await db.query(text, ['a']), await db.query(text, ['b'])]
-    expect(results.map((r) => r.rows[0]!.t)).toEqual(['text:a', 'text:b'])
-  })
-
-  it('does not apply a serializer of another type', async () => {
-    const { rows } = await db.query('select $1::varchar as v', ['plain'])
-    expect(rows).toEqual([{ v: 'plain' }])
-  })
 })
 
-describe('statementCache: false', () => {
-  let db: PGlite
-
-  beforeAll(async () => {
-    db = await PGlite.create({ statementCache: false })
-  })
-
-  afterAll(async () => {
-    await db?.close()
-  })
-
-  it('leaves no prepared statement behind', async () => {
-    for (let i = 0; i < 5; i++) expect((await db.query('select $1::int as n', [i])).rows).toEqual([{ n: i }])
-    expect(await preparedStatements(db)).toEqual([])
-  })
-
-  it('still serializes array parameters by their described type', async () => {
-    const { rows } = await db.query('select $1::int[] as a, $2::jsonb as j', [[1, 2], [1, 2]])
-    expect(rows).toEqual([{ a: [1, 2], j: [1, 2] }])
-  })
-})

@@ -9,9 +9,11 @@ import {
   createMemory,
   installProcessHooks,
   instantiateWith,
+  newModuleControl,
   preloadedPackage,
-  type ItimerControl,
+  type ModuleControl,
 } from './module.js'
+import { restoreSnapshot, tableLength, takeSnapshot, type EngineSnapshot } from './snapshot.js'
 import { materializeTree, readTree, type DataTree } from './pgdata-tree.js'
 import { registerBlobDevice, type BlobDevice } from './blob-device.js'
 
@@ -40,9 +42,96 @@ const EXIT_ALIVE = 99
 /** The patched top-level longjmp after an ERROR exits with this (wasm-abi.md §6.4). */
 const EXIT_LONGJMP = 100
 const LOG_LINES_KEPT = 40
+const DEFAULT_MEMORY = 128 * 1024 * 1024
 
 /** An empty sink for requests whose output nobody reads. */
 const discard: ProtocolSink = { onChunk() {} }
+
+/**
+ * A runtime-initialized module in which Postgres has not run yet: what
+ * `Backend.start` boots and `Backend.restore` fills from a snapshot.
+ */
+export class BlankModule {
+  constructor(
+    readonly mod: PostgresModule,
+    readonly control: ModuleControl,
+    readonly callbacks: number[],
+    readonly log: string[],
+    readonly blob: BlobDevice,
+    readonly bind: (backend: Backend) => void,
+    readonly setLogSink: (sink: ((line: string) => void) | undefined) => void,
+  ) {}
+
+  /** Creates the module: instantiate, runtime init, `pglite.data`, callbacks. */
+  static async create(assets: EngineAssets, env: Record<string, string>, memoryBytes: number, mountPath?: string): Promise<BlankModule> {
+    const log: string[] = []
+    let logSink: ((line: string) => void) | undefined
+    const pushLog = (line: string): void => {
+      if (log.length >= LOG_LINES_KEPT) log.shift()
+      log.push(line)
+      logSink?.(line)
+    }
+    const control = newModuleControl()
+    let target: Backend | undefined
+    const callbacks: number[] = []
+    let blob: BlobDevice | undefined
+    const mod = await assets.postgresFactory({
+      thisProgram: POSTGRES_EXE,
+      arguments: [],
+      noExitRuntime: true,
+      wasmMemory: createMemory(memoryBytes),
+      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control),
+      getPreloadedPackage: preloadedPackage(assets),
+      print: pushLog,
+      printErr: pushLog,
+      stdin: () => null,
+      preRun: [
+        (m) => {
+          Object.assign(m.ENV, env)
+          blob = registerBlobDevice(m)
+          if (mountPath !== undefined) {
+            m.FS.mkdirTree(PGDATA)
+            m.FS.mount(m.NODEFS, { root: mountPath }, PGDATA)
+          }
+          ;(m as unknown as { onRuntimeInitialized: () => void }).onRuntimeInitialized = () => {
+            callbacks.push(...installProcessHooks(m))
+            // Registered once; each forwards to whatever the current request set.
+            const read = m.addFunction((ptr: number, max: number) => target!.onRead(ptr, max), 'ipi')
+            const write = m.addFunction((ptr: number, length: number) => target!.onWrite(ptr, length), 'ipi')
+            callbacks.push(read, write)
+            m._pgl_set_rw_cbs(read, write)
+          }
+        },
+      ],
+    })
+    mod.FS.chmod('/home/postgres/.pgpass', 0o600)
+    mod.FS.chmod(INITDB_EXE, 0o555)
+    mod.FS.chmod(POSTGRES_EXE, 0o555)
+    return new BlankModule(
+      mod,
+      control,
+      callbacks,
+      log,
+      blob!,
+      (backend) => {
+        target = backend
+      },
+      (sink) => {
+        logSink = sink
+      },
+    )
+  }
+
+  /** Releases a module that will never run (e.g. a pooled one at exit). */
+  discard(): void {
+    this.control.clearAll()
+    try {
+      this.mod._emscripten_force_exit(0)
+    } catch {
+      // Throws ExitStatus(0) by design.
+    }
+  }
+}
 
 /**
  * One Postgres backend in one WASM module: the only owner of the Emscripten
@@ -50,76 +139,39 @@ const discard: ProtocolSink = { onChunk() {} }
  */
 export class Backend {
   readonly #mod: PostgresModule
-  readonly #itimers: { control?: ItimerControl }
+  readonly #control: ModuleControl
   readonly #callbacks: number[]
   readonly #log: string[]
   readonly #blob: BlobDevice
   #sink: ProtocolSink = discard
   #input: Uint8Array = new Uint8Array(0)
   #readOffset = 0
+  readonly #pristineTable: number
   #dead: EngineError | undefined
   #closed = false
 
-  private constructor(
-    mod: PostgresModule,
-    itimers: { control?: ItimerControl },
-    callbacks: number[],
-    log: string[],
-    blob: BlobDevice,
-  ) {
-    this.#mod = mod
-    this.#itimers = itimers
-    this.#callbacks = callbacks
-    this.#log = log
-    this.#blob = blob
+  private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined) {
+    this.#pristineTable = tableLength(blank.control)
+    this.#mod = blank.mod
+    this.#control = blank.control
+    this.#callbacks = blank.callbacks
+    this.#log = blank.log
+    this.#blob = blank.blob
+    blank.bind(this)
+    blank.setLogSink(onLog)
   }
 
   /** Creates the module, mounts the data directory and starts Postgres. */
   static async start(assets: EngineAssets, options: BackendOptions): Promise<Backend> {
-    const log: string[] = []
-    const pushLog = (line: string): void => {
-      if (log.length >= LOG_LINES_KEPT) log.shift()
-      log.push(line)
-      options.onLog?.(line)
-    }
-    const itimers: { control?: ItimerControl } = {}
-    let backend: Backend | undefined
-    const callbacks: number[] = []
-    let blob: BlobDevice | undefined
-    const mod = await assets.postgresFactory({
-      thisProgram: POSTGRES_EXE,
-      arguments: [],
-      noExitRuntime: true,
-      wasmMemory: createMemory(options.initialMemory ?? 128 * 1024 * 1024),
-      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, itimers),
-      getPreloadedPackage: preloadedPackage(assets),
-      print: pushLog,
-      printErr: pushLog,
-      stdin: () => null,
-      preRun: [
-        (m) => {
-          Object.assign(m.ENV, backendEnv(options.username, options.database))
-          blob = registerBlobDevice(m)
-          if (options.mount.kind === 'node') {
-            m.FS.mkdirTree(PGDATA)
-            m.FS.mount(m.NODEFS, { root: options.mount.path }, PGDATA)
-          }
-          ;(m as unknown as { onRuntimeInitialized: () => void }).onRuntimeInitialized = () => {
-            callbacks.push(...installProcessHooks(m))
-            // Registered once; each forwards to whatever the current request set.
-            const read = m.addFunction((ptr: number, max: number) => backend!.#onRead(ptr, max), 'ipi')
-            const write = m.addFunction((ptr: number, length: number) => backend!.#onWrite(ptr, length), 'ipi')
-            callbacks.push(read, write)
-            m._pgl_set_rw_cbs(read, write)
-          }
-        },
-      ],
-    })
-    backend = new Backend(mod, itimers, callbacks, log, blob!)
+    const blank = await BlankModule.create(
+      assets,
+      backendEnv(options.username, options.database),
+      options.initialMemory ?? DEFAULT_MEMORY,
+      options.mount.kind === 'node' ? options.mount.path : undefined,
+    )
+    const backend = new Backend(blank, options.onLog)
+    const mod = blank.mod
     try {
-      mod.FS.chmod('/home/postgres/.pgpass', 0o600)
-      mod.FS.chmod(INITDB_EXE, 0o555)
-      mod.FS.chmod(POSTGRES_EXE, 0o555)
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
       mod._pgl_setPGliteActive(1)
       let status: number
@@ -129,13 +181,13 @@ export class Backend {
         throw new EngineError(`Postgres crashed while starting: ${String(cause)}`, {
           code: 'STARTUP_FAILED',
           cause,
-          log: log.join('\n'),
+          log: blank.log.join('\n'),
         })
       }
       if (status !== EXIT_ALIVE) {
-        throw new EngineError(`Postgres failed to start (exit code ${status}): ${log.slice(-3).join(' | ')}`, {
+        throw new EngineError(`Postgres failed to start (exit code ${status}): ${blank.log.slice(-3).join(' | ')}`, {
           code: 'STARTUP_FAILED',
-          log: log.join('\n'),
+          log: blank.log.join('\n'),
         })
       }
       mod._pgl_startPGlite()
@@ -146,7 +198,35 @@ export class Backend {
     return backend
   }
 
-  #onRead(ptr: number, max: number): number {
+  /**
+   * Makes a blank module (created with the snapshot's memory size) an
+   * independent copy of the snapshot's backend: no Postgres startup.
+   */
+  static restore(blank: BlankModule, snapshot: EngineSnapshot, onLog?: (line: string) => void): Backend {
+    const backend = new Backend(blank, onLog)
+    try {
+      restoreSnapshot(blank.mod, blank.control, snapshot)
+    } catch (cause) {
+      backend.#teardown()
+      throw new EngineError(`restoring a snapshot failed: ${String(cause)}`, { code: 'STARTUP_FAILED', cause })
+    }
+    return backend
+  }
+
+  /** Captures this idle backend for {@link Backend.restore}. */
+  snapshot(): EngineSnapshot {
+    this.#assertAlive()
+    return takeSnapshot(this.#mod, this.#control)
+  }
+
+  /** Whether a snapshot taken now could be restored (no side module loaded since start). */
+  get isSnapshotable(): boolean {
+    return !this.#dead && !this.#closed && tableLength(this.#control) === this.#pristineTable
+  }
+
+
+  /** @internal Read callback of the engine. */
+  onRead(ptr: number, max: number): number {
     const remaining = this.#input.length - this.#readOffset
     const length = remaining < max ? remaining : max
     if (length <= 0) return 0
@@ -155,7 +235,8 @@ export class Backend {
     return length
   }
 
-  #onWrite(ptr: number, length: number): number {
+  /** @internal Write callback of the engine. */
+  onWrite(ptr: number, length: number): number {
     // HEAPU8 is re-created when memory grows: read it fresh on every call.
     this.#sink.onChunk(this.#mod.HEAPU8.subarray(ptr, ptr + length))
     return length
@@ -298,7 +379,7 @@ export class Backend {
     if (this.#closed) return
     this.#closed = true
     const mod = this.#mod
-    this.#itimers.control?.clearAll()
+    this.#control.clearAll()
     try {
       for (const fp of this.#callbacks) mod.removeFunction(fp)
     } catch {

@@ -11,8 +11,18 @@ const WASM_PAGE_BYTES = 65536
 /** 2 GiB: the 32-bit build cannot address more. */
 const MAX_PAGES = 32768
 
-/** The interval timers Postgres arms through `setitimer` (wasm-abi.md §6, fast-start.md §4). */
-export interface ItimerControl {
+/**
+ * Per-module handles our `instantiateWasm` keeps: the instance (for its table
+ * and exports), the import object, and the interval timers Postgres arms
+ * through `setitimer` (wasm-abi.md §6, fast-start.md §4).
+ */
+export interface ModuleControl {
+  instance?: WebAssembly.Instance
+  imports?: WebAssembly.Imports
+  /** Armed timers: which -> absolute due time (performance.now() ms). */
+  readonly armed: Map<number, number>
+  /** Arms (or with 0 clears) an interval timer, as Postgres' setitimer does. */
+  arm(which: number, timeoutMs: number): void
   clearAll(): void
 }
 
@@ -24,23 +34,42 @@ export interface ItimerControl {
  */
 export function instantiateWith<M>(
   compiled: WebAssembly.Module,
-  itimers?: { control?: ItimerControl },
+  control: ModuleControl = newModuleControl(),
 ): ModuleOptions<M>['instantiateWasm'] {
   return (imports, done) => {
     const env = imports.env as Record<string, unknown>
-    let timeoutExport: ((which: number, now: number) => void) | undefined
-    const timers = new Map<number, ReturnType<typeof setTimeout>>()
     env._setitimer_js = (which: number, timeoutMs: number): number => {
+      control.arm(which, timeoutMs)
+      return 0
+    }
+    control.imports = imports
+    void WebAssembly.instantiate(compiled, imports).then((instance) => {
+      control.instance = instance
+      done(instance, compiled)
+    })
+    return {}
+  }
+}
+
+export function newModuleControl(): ModuleControl {
+  const timers = new Map<number, ReturnType<typeof setTimeout>>()
+  const armed = new Map<number, number>()
+  const control: ModuleControl = {
+    armed,
+    arm(which, timeoutMs) {
       const previous = timers.get(which)
       if (previous !== undefined) {
         clearTimeout(previous)
         timers.delete(which)
+        armed.delete(which)
       }
-      if (!timeoutMs) return 0
+      if (!timeoutMs) return
       const timer = setTimeout(() => {
         timers.delete(which)
+        armed.delete(which)
+        const fire = control.instance?.exports._emscripten_timeout as ((w: number, now: number) => void) | undefined
         try {
-          timeoutExport?.(which, performance.now())
+          fire?.(which, performance.now())
         } catch {
           // An exit thrown from a timer callback has no caller to reach; the
           // next exec reports a dead engine.
@@ -48,23 +77,16 @@ export function instantiateWith<M>(
       }, timeoutMs)
       ;(timer as { unref?: () => void }).unref?.()
       timers.set(which, timer)
-      return 0
-    }
-    if (itimers) {
-      itimers.control = {
-        clearAll() {
-          for (const t of timers.values()) clearTimeout(t)
-          timers.clear()
-          timeoutExport = undefined
-        },
-      }
-    }
-    void WebAssembly.instantiate(compiled, imports).then((instance) => {
-      timeoutExport = instance.exports._emscripten_timeout as typeof timeoutExport
-      done(instance, compiled)
-    })
-    return {}
+      armed.set(which, performance.now() + timeoutMs)
+    },
+    clearAll() {
+      for (const t of timers.values()) clearTimeout(t)
+      timers.clear()
+      armed.clear()
+      control.instance = undefined
+    },
   }
+  return control
 }
 
 export function createMemory(initialBytes: number): WebAssembly.Memory {

@@ -23,7 +23,7 @@ export interface TemplateOptions {
  */
 export function getTemplate(assets: EngineAssets, options: TemplateOptions = {}): Promise<DataTree> {
   const args = options.initdbArgs ?? []
-  const id = `${assets.engineVersion}|${TEMPLATE_FORMAT}|${[...INITDB_BASE_ARGS, ...args].join(' ')}`
+  const id = templateKey(assets, options)
   let tree = memory.get(id)
   if (!tree) {
     tree = loadOrBuild(assets, id, args, options.cacheDir).catch((err: unknown) => {
@@ -33,6 +33,11 @@ export function getTemplate(assets: EngineAssets, options: TemplateOptions = {})
     memory.set(id, tree)
   }
   return tree
+}
+
+/** Identifies a template: engine build, format and initdb arguments. */
+export function templateKey(assets: EngineAssets, options: TemplateOptions = {}): string {
+  return `${assets.engineVersion}|${TEMPLATE_FORMAT}|${[...INITDB_BASE_ARGS, ...(options.initdbArgs ?? [])].join(' ')}`
 }
 
 async function loadOrBuild(

@@ -1,0 +1,209 @@
+import type { FsNode, PostgresModule } from './emscripten.js'
+import type { ModuleControl } from './module.js'
+import { PGDATA } from './module.js'
+import { materializeTree, type DataTree, type TreeEntry } from './pgdata-tree.js'
+
+/**
+ * Everything a started, idle backend is, so that a blank module can become an
+ * independent copy of it without running Postgres' startup (fast-start.md §4-5).
+ * Immutable once taken; one snapshot serves any number of restores.
+ */
+export interface EngineSnapshot {
+  readonly pages: number
+  readonly tableLength: number
+  /** Indices of the 64 KiB chunks that are not all zero, and their bytes back to back. */
+  readonly chunkIndices: Int32Array
+  readonly chunkBytes: Uint8Array
+  readonly dirs: readonly { readonly root: string; readonly tree: DataTree }[]
+  readonly streams: readonly StreamRecord[]
+  readonly cwd: string
+  readonly stackPointer: number
+  readonly timers: readonly { readonly which: number; readonly remainingMs: number }[]
+}
+
+interface StreamRecord {
+  readonly fd: number
+  readonly path: string
+  readonly flags: number
+  readonly position: number
+  readonly pipe: 'read' | 'write' | null
+}
+
+const CHUNK = 65536
+const O_CREAT = 64
+const O_EXCL = 128
+const O_TRUNC = 512
+/** The directories Postgres writes to: the cluster and its POSIX shared memory. */
+const SNAPSHOT_DIRS = [PGDATA, '/dev/shm']
+
+interface FsInternals {
+  streams: (FsStreamLike | null | undefined)[]
+  currentPath: string
+  open(path: string, flags: number): FsStreamLike
+}
+
+interface FsStreamLike {
+  fd: number
+  path: string
+  flags: number
+  position: number
+  node: FsNode & { pipe?: { readNode: FsNode } }
+}
+
+function fsInternals(mod: PostgresModule): FsInternals {
+  return mod.FS as unknown as FsInternals
+}
+
+function tableOf(control: ModuleControl): WebAssembly.Table {
+  return control.instance!.exports.__indirect_function_table as WebAssembly.Table
+}
+
+/** Function-table entries in use: grows when a side module (`.so`) is loaded. */
+export function tableLength(control: ModuleControl): number {
+  return tableOf(control).length
+}
+
+/** Captures an idle backend. Call between requests only. */
+export function takeSnapshot(mod: PostgresModule, control: ModuleControl): EngineSnapshot {
+  const heap = mod.HEAPU8
+  const pages = heap.byteLength / CHUNK
+  const indices = nonZeroChunks(heap, pages)
+  const chunkBytes = new Uint8Array(indices.length * CHUNK)
+  indices.forEach((c, i) => chunkBytes.set(heap.subarray(c * CHUNK, (c + 1) * CHUNK), i * CHUNK))
+
+  const fs = fsInternals(mod)
+  const streams: StreamRecord[] = []
+  for (let fd = 3; fd < fs.streams.length; fd++) {
+    const s = fs.streams[fd]
+    if (!s) continue
+    const pipe = s.node.pipe ? (s.node.pipe.readNode === s.node ? 'read' : 'write') : null
+    streams.push({ fd, path: s.path, flags: s.flags, position: pipe ? 0 : s.position, pipe })
+  }
+  const now = performance.now()
+  return {
+    pages,
+    tableLength: tableLength(control),
+    chunkIndices: Int32Array.from(indices),
+    chunkBytes,
+    dirs: SNAPSHOT_DIRS.filter((root) => mod.FS.analyzePath(root).exists).map((root) => ({
+      root,
+      tree: captureTree(mod, root),
+    })),
+    streams,
+    cwd: fs.currentPath,
+    stackPointer: mod.stackSave(),
+    timers: [...control.armed].map(([which, due]) => ({ which, remainingMs: Math.max(1, due - now) })),
+  }
+}
+
+const ZERO_CHUNK = new Uint8Array(CHUNK)
+type BufferLike = { from(buf: ArrayBufferLike, offset: number, length: number): { equals(other: Uint8Array): boolean } }
+const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer
+
+/** Most of a started backend's ~200 MB is zero; only ~13 MB needs copying. */
+function nonZeroChunks(heap: Uint8Array, pages: number): number[] {
+  const indices: number[] = []
+  if (NodeBuffer) {
+    // memcmp in native code: ~10x faster than a JS loop over the words.
+    for (let c = 0; c < pages; c++) {
+      if (!NodeBuffer.from(heap.buffer, c * CHUNK, CHUNK).equals(ZERO_CHUNK)) indices.push(c)
+    }
+    return indices
+  }
+  const words = new Uint32Array(heap.buffer, 0, heap.byteLength >>> 2)
+  const chunkWords = CHUNK >>> 2
+  for (let c = 0; c < pages; c++) {
+    const end = (c + 1) * chunkWords
+    for (let w = c * chunkWords; w < end; w++) {
+      if (words[w] !== 0) {
+        indices.push(c)
+        break
+      }
+    }
+  }
+  return indices
+}
+
+/**
+ * Reads a MEMFS directory as a tree without copying files still shared with
+ * a template (copy-on-write keeps both unchanged); others are copied.
+ */
+function captureTree(mod: PostgresModule, root: string): DataTree {
+  const out: TreeEntry[] = []
+  const walk = (node: FsNode, rel: string): void => {
+    const children = node.contents as Record<string, FsNode>
+    for (const name of Object.keys(children).sort()) {
+      const child = children[name]!
+      const path = rel ? `${rel}/${name}` : name
+      if (mod.FS.isDir(child.mode)) {
+        out.push({ path, mode: child.mode, mtimeMs: child.mtime })
+        walk(child, path)
+      } else if (mod.FS.isFile(child.mode)) {
+        const contents = (child.contents as Uint8Array | null) ?? new Uint8Array(0)
+        const data = child.pgwasmShared
+          ? contents.subarray(0, child.usedBytes)
+          : contents.slice(0, child.usedBytes)
+        out.push({ path, mode: child.mode, mtimeMs: child.mtime, data })
+      }
+    }
+  }
+  walk(mod.FS.lookupPath(root).node, '')
+  return out
+}
+
+/**
+ * Turns a blank module (runtime initialized, Postgres never started) into a
+ * copy of the snapshot's backend. `freshBrk` is the blank module's heap top:
+ * only memory below it can be non-zero.
+ */
+export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, snap: EngineSnapshot): void {
+  const heap = mod.HEAPU8
+  if (heap.byteLength !== snap.pages * CHUNK) {
+    throw new Error(`snapshot needs ${snap.pages} memory pages, the module has ${heap.byteLength / CHUNK}`)
+  }
+  if (tableLength(control) !== snap.tableLength) {
+    throw new Error(`snapshot table has ${snap.tableLength} entries, the module ${tableLength(control)}`)
+  }
+  const fs = fsInternals(mod)
+  for (const { root, tree } of snap.dirs) materializeTree(mod, root, tree)
+  mod.FS.chdir(snap.cwd)
+
+  // Streams at their recorded descriptors: Postgres' file-descriptor cache
+  // refers to them by number.
+  const pipe2 = control.imports!.env!.__syscall_pipe2 as (fdPtr: number, flags: number) => number
+  const placed: [FsStreamLike, StreamRecord][] = []
+  for (const rec of snap.streams) {
+    if (rec.pipe === 'write') continue
+    if (rec.pipe === 'read') {
+      const scratch = (mod.stackSave() - 64) & ~7
+      if (pipe2(scratch, 0) !== 0) throw new Error('pipe2 failed while restoring a snapshot')
+      const view = new DataView(heap.buffer)
+      placed.push([fs.streams[view.getInt32(scratch, true)]!, rec])
+      const writeRec = snap.streams.find((s) => s.pipe === 'write')
+      if (writeRec) placed.push([fs.streams[view.getInt32(scratch + 4, true)]!, writeRec])
+      continue
+    }
+    const stream = fs.open(rec.path, rec.flags & ~(O_CREAT | O_EXCL | O_TRUNC))
+    stream.position = rec.position
+    placed.push([stream, rec])
+  }
+  // Vacate every temporary descriptor first, so no placement lands on a
+  // stream that has not moved yet.
+  for (const [stream] of placed) fs.streams[stream.fd] = null
+  for (const [stream, rec] of placed) {
+    if (fs.streams[rec.fd]) throw new Error(`descriptor ${rec.fd} is taken while restoring a snapshot`)
+    stream.fd = rec.fd
+    stream.flags = rec.flags
+    fs.streams[rec.fd] = stream
+  }
+
+  const brkPtr = (control.instance!.exports.emscripten_get_sbrk_ptr as () => number)()
+  const freshBrk = new DataView(heap.buffer).getUint32(brkPtr, true)
+  heap.fill(0, 0, Math.min(heap.byteLength, freshBrk + CHUNK))
+  const indices = snap.chunkIndices
+  for (let i = 0; i < indices.length; i++) {
+    heap.set(snap.chunkBytes.subarray(i * CHUNK, (i + 1) * CHUNK), indices[i]! * CHUNK)
+  }
+  mod.stackRestore(snap.stackPointer)
+  for (const { which, remainingMs } of snap.timers) control.arm(which, remainingMs)
+}
