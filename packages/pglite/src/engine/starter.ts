@@ -40,7 +40,8 @@ class ModulePool {
   fill(assets: EngineAssets): void {
     if (this.#ready.length > 0 || this.#filling || this.#pages === 0) return
     const pages = this.#pages
-    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, 0).unref?.())
+    // Start after the current task, so the create that triggered it returns first.
+    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, 0))
       .then(() => BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE))
       .then(
         (blank) => {
