@@ -4,6 +4,7 @@ export type {
   ExecProtocolResult,
   ExecProtocolStreamOptions,
   Transaction,
+  EngineLease,
 } from './pglite.js'
 export type { PGliteOptions } from './options.js'
 export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'

@@ -41,6 +41,20 @@ export interface ExecProtocolResult {
   data: Uint8Array
 }
 
+/** Exclusive use of the engine, from {@link PGlite.lease}. */
+export interface EngineLease {
+  /**
+   * Runs whole frontend frames (the caller checked them) and hands the
+   * backend bytes to `onRawData`, synchronously. Throws {@link EngineError}
+   * if the engine died.
+   */
+  execProtocolRawStream(message: Uint8Array, onRawData: (bytes: Uint8Array) => void): void
+  /** Whether the backend session is inside a transaction block. */
+  readonly inTransaction: boolean
+  /** Lets queued calls run again. Idempotent. */
+  release(): void
+}
+
 /** The transaction handle passed to {@link PGlite.transaction}'s callback. */
 export interface Transaction {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>>
@@ -508,6 +522,48 @@ export class PGlite implements AsyncDisposable {
       } finally {
         handler.finish()
       }
+    }
+  }
+
+  /**
+   * Holds the instance's queue until `release()`: no other call runs in
+   * between, so a caller can keep the one backend session across several
+   * raw execs (a transaction of a socket client). The lease's exec is the
+   * raw-stream path (raw or raw + notify).
+   */
+  async lease(): Promise<EngineLease> {
+    const { backend } = await this.#engine()
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    await new Promise<void>((acquired, failed) => {
+      this.#queue
+        .run(() => {
+          acquired()
+          return held
+        })
+        .catch(failed)
+    })
+    let released = false
+    return {
+      execProtocolRawStream: (message, onRawData) => {
+        if (released) throw new ClosedError('the lease was released')
+        if (this.#closed) throw backend.deadError ?? new ClosedError()
+        try {
+          this.#runRaw(backend, message, onRawData)
+        } catch (err) {
+          if (backend.deadError) this.#markDead()
+          throw err
+        }
+      },
+      get inTransaction() {
+        return !released && !backend.deadError && backend.inTransaction
+      },
+      release: () => {
+        released = true
+        release()
+      },
     }
   }
 

@@ -151,3 +151,43 @@ describe('raw protocol execs', () => {
     expect((await db.query('select 2 as n')).rows).toEqual([{ n: 2 }])
   })
 })
+
+describe('COPY FROM STDIN without its data', () => {
+  it('fails the COPY with an error instead of killing the engine', async () => {
+    const db = await PGlite.create()
+    try {
+      await db.exec('create table c (a int)')
+      const reply = await db.execProtocolRaw(serialize.query('COPY c FROM STDIN'))
+      expect(frameTypes(reply)).toBe('GEZ')
+      await expect(db.exec('COPY c FROM STDIN')).rejects.toMatchObject({ name: 'DatabaseError', code: '57014' })
+      const whole = concat([serialize.query('COPY c FROM STDIN'), serialize.copyData(Buffer.from('1\n2\n')), serialize.copyDone()])
+      expect(frameTypes(await db.execProtocolRaw(whole))).toBe('GCZ')
+      expect((await db.query('select count(*)::int as n from c')).rows).toEqual([{ n: 2 }])
+    } finally {
+      await db.close()
+    }
+  })
+})
+
+describe('lease', () => {
+  it('holds the queue until released so other calls wait', async () => {
+    const db = await PGlite.create()
+    try {
+      const lease = await db.lease()
+      lease.execProtocolRawStream(serialize.query('begin; create table l (a int)'), () => {})
+      expect(lease.inTransaction).toBe(true)
+      let ran = false
+      const other = db.query('select count(*)::int as n from pg_class where relname = $1', ['l']).then((r) => {
+        ran = true
+        return r
+      })
+      await new Promise((r) => setTimeout(r, 20))
+      expect(ran).toBe(false)
+      lease.execProtocolRawStream(serialize.query('rollback'), () => {})
+      lease.release()
+      expect((await other).rows).toEqual([{ n: 0 }])
+    } finally {
+      await db.close()
+    }
+  })
+})

@@ -44,6 +44,18 @@ const EXIT_LONGJMP = 100
 const LOG_LINES_KEPT = 40
 const DEFAULT_MEMORY = 128 * 1024 * 1024
 
+const COPY_FAIL = frontendFrame(0x66 /* f */, 'COPY FROM STDIN data must come in the same request as the COPY\0')
+const SYNC = frontendFrame(0x53 /* S */, '')
+
+function frontendFrame(type: number, body: string): Uint8Array {
+  const bytes = new TextEncoder().encode(body)
+  const frame = new Uint8Array(5 + bytes.length)
+  frame[0] = type
+  new DataView(frame.buffer).setInt32(1, 4 + bytes.length)
+  frame.set(bytes, 5)
+  return frame
+}
+
 /** An empty sink for requests whose output nobody reads. */
 const discard: ProtocolSink = { onChunk() {} }
 
@@ -146,6 +158,7 @@ export class Backend {
   #sink: ProtocolSink = discard
   #input: Uint8Array = new Uint8Array(0)
   #readOffset = 0
+  #starved = 0
   readonly #pristineTable: number
   #dead: EngineError | undefined
   #closed = false
@@ -227,6 +240,7 @@ export class Backend {
 
   /** @internal Read callback of the engine. */
   onRead(ptr: number, max: number): number {
+    if (this.#readOffset >= this.#input.length) this.#starve()
     const remaining = this.#input.length - this.#readOffset
     const length = remaining < max ? remaining : max
     if (length <= 0) return 0
@@ -240,6 +254,20 @@ export class Backend {
     // HEAPU8 is re-created when memory grows: read it fresh on every call.
     this.#sink.onChunk(this.#mod.HEAPU8.subarray(ptr, ptr + length))
     return length
+  }
+
+  /**
+   * Postgres asked for bytes the request does not have: it is inside
+   * `COPY ... FROM STDIN` (everything else was checked to be whole frames).
+   * Reading EOF there makes the backend exit, so answer with a CopyFail, and
+   * with a Sync if an extended-protocol COPY then waits for one.
+   */
+  #starve(): void {
+    this.#starved++
+    if (this.#starved === 1) this.#input = COPY_FAIL
+    else if (this.#starved === 2) this.#input = SYNC
+    else return
+    this.#readOffset = 0
   }
 
   /** Whether the session is inside a transaction block (BEGIN ... COMMIT). */
@@ -283,9 +311,10 @@ export class Backend {
     this.#sink = sink
     this.#input = message
     this.#readOffset = 0
+    this.#starved = 0
     let failure: unknown
     try {
-      while (this.#readOffset < message.length || mod._pq_buffer_remaining_data() > 0) {
+      while (this.#readOffset < this.#input.length || mod._pq_buffer_remaining_data() > 0) {
         const sp = mod.stackSave()
         try {
           mod._PostgresMainLoopOnce()

@@ -42,6 +42,17 @@ export function readTree(fs: EmscriptenFs, root: string): DataTree {
 const cowInstalled = new WeakSet<MemFs>()
 
 /**
+ * A private copy of the first `length` bytes. Not `.slice()`: on a Node
+ * Buffer (templates read from disk are Buffer views) slice is a view, and a
+ * write through it would change the template of every database.
+ */
+export function copyBytes(bytes: Uint8Array, length = bytes.byteLength): Uint8Array {
+  const out = new Uint8Array(length)
+  out.set(bytes.subarray(0, length))
+  return out
+}
+
+/**
  * Makes MEMFS copy a shared file's contents before its first write.
  * Both entry points are wrapped: file streams use `ops_table.file.stream.write`
  * (built at the first node creation), msync of shared mmaps calls
@@ -55,7 +66,7 @@ function installCopyOnWrite(mod: PostgresModule): void {
     function (stream, buffer, offset, length, position, canOwn) {
       const node = stream.node
       if (node.pgwasmShared) {
-        node.contents = (node.contents as Uint8Array).slice(0, node.usedBytes)
+        node.contents = copyBytes(node.contents as Uint8Array, node.usedBytes)
         node.pgwasmShared = false
       }
       return write(stream, buffer, offset, length, position, canOwn)

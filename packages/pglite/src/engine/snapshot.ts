@@ -1,7 +1,7 @@
 import type { FsNode, PostgresModule } from './emscripten.js'
 import type { ModuleControl } from './module.js'
 import { PGDATA } from './module.js'
-import { materializeTree, type DataTree, type TreeEntry } from './pgdata-tree.js'
+import { copyBytes, materializeTree, type DataTree, type TreeEntry } from './pgdata-tree.js'
 
 /**
  * Everything a started, idle backend is, so that a blank module can become an
@@ -142,7 +142,7 @@ function captureTree(mod: PostgresModule, root: string): DataTree {
         const contents = (child.contents as Uint8Array | null) ?? new Uint8Array(0)
         const data = child.pgwasmShared
           ? contents.subarray(0, child.usedBytes)
-          : contents.slice(0, child.usedBytes)
+          : copyBytes(contents, child.usedBytes)
         out.push({ path, mode: child.mode, mtimeMs: child.mtime, data })
       }
     }

@@ -28,7 +28,7 @@ export async function templatePath(dir: string, id: string): Promise<string> {
  * short or corrupt (a corrupt file is removed so it gets rebuilt).
  */
 export async function readVerified(file: string, digestBytes: number): Promise<Uint8Array | undefined> {
-  let bytes: Uint8Array
+  let bytes: Buffer
   try {
     bytes = await readFile(file)
   } catch {
@@ -37,7 +37,8 @@ export async function readVerified(file: string, digestBytes: number): Promise<U
   if (bytes.byteLength > digestBytes) {
     const body = bytes.subarray(digestBytes)
     const digest = createHash('sha256').update(body).digest()
-    if (digest.equals(bytes.subarray(0, digestBytes))) return body
+    // A plain Uint8Array view: Buffer's slice() would not copy (see copyBytes).
+    if (digest.equals(bytes.subarray(0, digestBytes))) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
   }
   await unlink(file).catch(() => {})
   return undefined

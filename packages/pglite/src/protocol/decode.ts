@@ -74,7 +74,6 @@ export class ResultCollector implements FrameSink {
   /** Set when a RowDescription or NoData answered a Describe. */
   described: RowShape | null | undefined
   parseComplete = false
-  copyInPending = false
   /** Status byte of the last ReadyForQuery: I, T or E. */
   txStatus = 0x49
   #shape: RowShape | undefined
@@ -95,7 +94,6 @@ export class ResultCollector implements FrameSink {
     this.paramTypes = undefined
     this.described = undefined
     this.parseComplete = false
-    this.copyInPending = false
     this.#shape = shape
     this.#rows = []
     this.#rowMode = rowMode
@@ -152,9 +150,6 @@ export class ResultCollector implements FrameSink {
         break
       case Backend.ParseComplete:
         this.parseComplete = true
-        break
-      case Backend.CopyInResponse:
-        this.copyInPending = true
         break
     }
   }

@@ -65,14 +65,6 @@ export class QueryRunner {
     const collector = this.collector.reset(this.#parsersFor(options), options?.rowMode ?? 'object', shape)
     this.#backend.exec(message, this.#handler)
     this.#handler.finish()
-    if (collector.copyInPending) {
-      // query()/exec() have no COPY sub-protocol: end it so the session is usable.
-      this.#backend.exec(
-        this.#writer.reset().copyFail('COPY FROM STDIN is not supported here; use COPY ... FROM \'/dev/blob\' with the `blob` option').view(),
-        this.#handler,
-      )
-      this.#handler.finish()
-    }
     this.#hooks.afterExec(collector, options)
     return collector
   }
