@@ -189,6 +189,7 @@ export class PGlite implements AsyncDisposable {
       this.parsers,
       this.serializers,
       opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
+      opts.serializers !== undefined && Object.keys(opts.serializers).length > 0,
     )
     this.#runner = runner
     // A copy inherits the source's prepared statements; its cache starts empty.
@@ -269,35 +270,43 @@ export class PGlite implements AsyncDisposable {
   }
 
   async #runQuery<T>(runner: QueryRunner, sql: string, params: readonly unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
-    if (options?.blob) return this.#withBlob(options.blob, () => runner.query(sql, params, options)) as Promise<Results<T>>
-    return runner.query(sql, params, options) as Results<T>
+    if (options?.blob) await this.#feedBlob(options.blob)
+    try {
+      return this.#attachWrittenBlob(runner.query(sql, params, options)) as Results<T>
+    } finally {
+      this.#endBlob()
+    }
   }
 
   async #runExec(runner: QueryRunner, sql: string, options: QueryOptions | undefined): Promise<Results[]> {
-    if (options?.blob) {
-      let results: Results[] = []
-      await this.#withBlob(options.blob, () => {
-        results = runner.exec(sql, options) as Results[]
-        return results[results.length - 1]!
-      })
+    if (options?.blob) await this.#feedBlob(options.blob)
+    try {
+      const results = runner.exec(sql, options) as Results[]
+      this.#attachWrittenBlob(results[results.length - 1]!)
       return results
+    } finally {
+      this.#endBlob()
     }
-    return runner.exec(sql, options) as Results[]
   }
 
-  /** Feeds `blob` to `/dev/blob` for one call and attaches what COPY wrote to it. */
-  async #withBlob<R extends object>(blob: Blob, run: () => R): Promise<R> {
-    const backend = this.#backend!
-    backend.blob.setInput(new Uint8Array(await blob.arrayBuffer()))
-    try {
-      const result = run()
-      const written = backend.blob.takeOutput()
-      if (written) Object.assign(result, { blob: new Blob(written as BlobPart[]) })
-      return result
-    } finally {
-      backend.blob.setInput(undefined)
-      backend.blob.takeOutput()
-    }
+  /** Input for `COPY ... FROM '/dev/blob'` during one call. */
+  async #feedBlob(blob: Blob): Promise<void> {
+    this.#backend!.blob.setInput(new Uint8Array(await blob.arrayBuffer()))
+  }
+
+  /** What `COPY ... TO '/dev/blob'` wrote during the call becomes `result.blob`. */
+  #attachWrittenBlob<R extends object>(result: R): R {
+    const written = this.#backend!.blob.takeOutput()
+    if (written) Object.assign(result, { blob: new Blob(written as BlobPart[]) })
+    return result
+  }
+
+  #endBlob(): void {
+    const blob = this.#backend?.blob
+    if (!blob) return
+    blob.setInput(undefined)
+    // Output of a failed call must not reach the next one.
+    blob.takeOutput()
   }
 
   /** Like {@link query}, from a template: `` db.sql`select * from t where id = ${id}` ``. */
@@ -606,8 +615,8 @@ export class PGlite implements AsyncDisposable {
     }
   }
 
-  /** Whether the session is inside a transaction (as of the last request). */
-  get isInTransaction(): boolean {
+  /** Whether the session is inside a transaction (as of the last request), as PGlite's method. */
+  isInTransaction(): boolean {
     return this.#inTransaction
   }
 

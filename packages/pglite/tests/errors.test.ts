@@ -155,7 +155,7 @@ describe('DatabaseError', () => {
     )
     expect((error as DatabaseError).code).toBe('23505')
     await expectUsable()
-    expect(db.isInTransaction).toBe(false)
+    expect(db.isInTransaction()).toBe(false)
   })
 
   it('runs a good query after an error inside an explicit BEGIN block rolled back by exec', async () => {

@@ -141,7 +141,7 @@ describe('transaction()', () => {
       await db.transaction((tx) => body(tx, t)).catch(() => {})
       const { rows } = await db.query('select $1::int as ok', [1])
       expect(rows).toEqual([{ ok: 1 }])
-      expect(db.isInTransaction).toBe(false)
+      expect(db.isInTransaction()).toBe(false)
       const [status] = await db.exec("select pg_current_xact_id_if_assigned() is null as idle, now() = statement_timestamp() as fresh")
       expect(status!.rows).toEqual([{ idle: true, fresh: true }])
     })
@@ -150,10 +150,10 @@ describe('transaction()', () => {
   it('reports isInTransaction inside the callback', async () => {
     const inside = await db.transaction(async (tx) => {
       await tx.query('select 1')
-      return db.isInTransaction
+      return db.isInTransaction()
     })
     expect(inside).toBe(true)
-    expect(db.isInTransaction).toBe(false)
+    expect(db.isInTransaction()).toBe(false)
   })
 
   it('runs tx.sql with template values as parameters and commits', async () => {

@@ -32,6 +32,8 @@ export class QueryRunner {
   readonly #hooks: RunnerHooks
   parsers: Record<number, Parser>
   serializers: Record<number, Serializer>
+  /** Instance serializers chosen by type: every first call asks the server for parameter types. */
+  readonly #typesAlwaysNeeded: boolean
 
   constructor(
     backend: Backend,
@@ -39,7 +41,9 @@ export class QueryRunner {
     parsers: Record<number, Parser>,
     serializers: Record<number, Serializer>,
     cacheSize: number,
+    hasCustomSerializers = false,
   ) {
+    this.#typesAlwaysNeeded = hasCustomSerializers
     this.#backend = backend
     this.#hooks = hooks
     this.parsers = parsers
@@ -105,7 +109,7 @@ export class QueryRunner {
     const name = cache.enabled ? cache.nextName() : ''
     const explicitTypes = options?.paramTypes ?? []
     let c: ResultCollector
-    if (options?.serializers || needsParamTypes(params)) {
+    if (params.length > 0 && (this.#typesAlwaysNeeded || options?.serializers || needsParamTypes(params))) {
       // The text form of arrays and objects depends on the parameter's type
       // (array literal or JSON): ask the server first.
       c = this.#run(this.#writerWithCloses().parse(name, sql, explicitTypes).describe('S', name).sync().view(), options)
