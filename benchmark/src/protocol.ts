@@ -15,10 +15,11 @@ export function extendedQuery(sql: string, params: readonly unknown[] = []): Uin
   ])
 }
 
-/** Parse once, then bind/execute: the statement part is reused across many pipelined queries. */
-export function bindExecuteSync(params: readonly unknown[], statement = ''): Buffer {
+/** Runs an already parsed statement: the per-call bytes of a prepared query. */
+export function bindDescribeExecuteSync(params: readonly unknown[], statement: string): Buffer {
   return Buffer.concat([
     serialize.bind({ statement, values: params.map((p) => String(p)) }),
+    serialize.describe({ type: 'P' }),
     serialize.execute(),
     serialize.sync(),
   ])

@@ -30,7 +30,8 @@ const HEAD = ['Case', 'Path', 'Median', 'p95', 'Trimmed mean', 'n', 'ours/anchor
 
 function cells(row: Row, first: boolean): string[] {
   const c = first ? row.case : ''
-  if (row.status !== 'ok' || !row.summary) return [c, row.path, `${row.status}: ${row.reason ?? ''}`, '', '', '', '']
+  // The reason goes last so a long one does not widen the number columns.
+  if (row.status !== 'ok' || !row.summary) return [c, row.path, row.status, '', '', '', row.reason ?? '']
   const s = row.summary
   const ratio = row.ratio === undefined ? '' : `${formatRatio(row.ratio)} (${row.vs})`
   return [c, row.path, formatValue(s.p50, row.unit), formatValue(s.p95, row.unit), formatValue(s.trimmedMean, row.unit), String(s.n), ratio]
@@ -56,10 +57,10 @@ export function renderText(suite: SuiteResult): string {
   lines.push(`== ${suite.suite} ==${suite.status !== 'ok' ? ` ${suite.status}: ${suite.reason ?? ''}` : ''}`)
   const body = bodyRows(suite)
   if (body.length > 0) {
-    const widths = HEAD.map((h, i) => Math.min(60, Math.max(h.length, ...body.map((r) => r[i]!.length))))
+    const widths = HEAD.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)))
     const fmt = (r: string[]) =>
       r
-        .map((c, i) => (i >= 2 && i <= 5 && !c.includes(':') ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+        .map((c, i) => (i >= 2 && i <= 5 && /^[\d.]/.test(c) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
         .join('  ')
         .trimEnd()
     lines.push(fmt(HEAD), widths.map((w) => '-'.repeat(w)).join('  '))

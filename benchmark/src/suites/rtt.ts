@@ -9,7 +9,7 @@ import {
   type SqliteDatabase,
 } from '../anchors.js'
 import { errorText, timeInterleaved, totalCalls, type SuiteRun, type TimedPath } from '../harness.js'
-import { extendedQuery, ReplyScanner } from '../protocol.js'
+import { bindDescribeExecuteSync, parseNamed, ReplyScanner } from '../protocol.js'
 import { randomLetters, rng } from '../rng.js'
 
 /**
@@ -101,8 +101,8 @@ interface Driver {
   path: string
   side: 'ours' | 'anchor'
   vs?: string
-  /** Makes the timed function for an op; it counts its own calls. */
-  task(op: Op): () => Promise<unknown>
+  /** Makes the timed function for an op (preparing untimed where the path prepares); it counts its own calls. */
+  task(op: Op): Promise<() => Promise<unknown>>
   /** Untimed statement (setup, resets). */
   plain(sql: string, params?: unknown[]): Promise<void>
   dialect: 'pg' | 'sqlite'
@@ -117,6 +117,13 @@ function counting(run: (i: number) => Promise<unknown>): () => Promise<unknown> 
 function pgliteDrivers(impl: PgliteImpl, db: Record<'query' | 'exec' | 'raw', PgliteLike>): Driver[] {
   const anchor = impl.side === 'anchor'
   const scanner = new ReplyScanner()
+  const rawCall = async (message: Uint8Array) => {
+    scanner.reset()
+    await db.raw.execProtocolRawStream(message, { onRawData: scanner.feed })
+    if (scanner.errors > 0) throw new Error(`raw stream: ${scanner.firstError}`)
+    if (scanner.readyCount !== 1) throw new Error(`raw stream: ${scanner.readyCount} ReadyForQuery`)
+  }
+  let statements = 0
   const base = (d: PgliteLike) => ({
     side: impl.side,
     dialect: 'pg' as const,
@@ -130,25 +137,25 @@ function pgliteDrivers(impl: PgliteImpl, db: Record<'query' | 'exec' | 'raw', Pg
       ...base(db.query),
       path: `${impl.label} query()`,
       ...(anchor ? { vs: 'pgwasm query()' } : {}),
-      task: (op) => counting((i) => db.query.query(op.sql, op.params(i))),
+      task: async (op) => counting((i) => db.query.query(op.sql, op.params(i))),
     },
     {
       ...base(db.exec),
       path: `${impl.label} exec()`,
       ...(anchor ? { vs: 'pgwasm exec()' } : {}),
-      task: (op) => counting((i) => db.exec.exec(inline(op.sql, op.params(i)))),
+      task: async (op) => counting((i) => db.exec.exec(inline(op.sql, op.params(i)))),
     },
     {
       ...base(db.raw),
       path: `${impl.label} raw stream`,
       ...(anchor ? { vs: 'pgwasm raw stream' } : {}),
-      task: (op) =>
-        counting(async (i) => {
-          scanner.reset()
-          await db.raw.execProtocolRawStream(extendedQuery(op.sql, op.params(i)), { onRawData: scanner.feed })
-          if (scanner.errors > 0) throw new Error(`raw stream: ${scanner.firstError}`)
-          if (scanner.readyCount !== 1) throw new Error(`raw stream: ${scanner.readyCount} ReadyForQuery`)
-        }),
+      // Prepared once (untimed), then Bind/Describe/Execute/Sync per call: what a
+      // driver with prepared statements sends, and what query()'s statement cache does.
+      task: async (op) => {
+        const name = `rtt_${statements++}`
+        await rawCall(parseNamed(name, op.sql))
+        return counting((i) => rawCall(bindDescribeExecuteSync(op.params(i), name)))
+      },
     },
   ]
 }
@@ -161,7 +168,7 @@ function sqliteDriver(db: SqliteDatabase): Driver {
     side: 'anchor',
     vs: 'pgwasm query()',
     dialect: 'sqlite',
-    task: (op) => {
+    task: async (op) => {
       const st = db.prepare(toSqlite(op.sql))
       // Same async task shape as the other paths, so tinybench times them alike.
       if (op.kind === 'get') return counting(async (i) => st.get(...op.params(i)))
@@ -184,7 +191,7 @@ function nativeDriver(client: PgClient, schema: string): Driver {
     side: 'anchor',
     vs: 'pgwasm query()',
     dialect: 'pg',
-    task: (op) => {
+    task: async (op) => {
       // Named statements: pg prepares once per connection, like better-sqlite3's prepare().
       const name = `rtt_${n++}`
       return counting((i) => client.query({ name, text: op.sql, values: op.params(i) }))
@@ -213,7 +220,7 @@ export async function run(s: SuiteRun): Promise<void> {
   Object.assign(s.settings, { iterations, warmup, rounds, callsPerPathPerCase: calls, trimmed: 'mean without top and bottom 10%' })
   s.notes.push(
     'Each path has its own database instance; per case the paths run in 5 rounds in rotating order.',
-    'raw stream sends Parse/Bind/Describe/Execute/Sync bytes and only scans the reply for errors.',
+    'raw stream: execProtocolRawStream with a statement parsed once (untimed), then Bind/Describe/Execute/Sync bytes per call; the reply is only scanned for errors.',
     'better-sqlite3 and native pg use prepared statements (pg: named statements); both are compared with pgwasm query().',
   )
   const { ops, families } = buildOps(calls)
@@ -269,8 +276,17 @@ export async function run(s: SuiteRun): Promise<void> {
       }
     }
     const live = drivers.filter((d) => !failed.has(d.path))
-    const paths: TimedPath[] = live.map((d) => ({ path: d.path, fn: d.task(op) }))
+    const paths: TimedPath[] = []
+    const prepFailed = new Map<string, Error>()
+    for (const d of live) {
+      try {
+        paths.push({ path: d.path, fn: await d.task(op) })
+      } catch (err) {
+        prepFailed.set(d.path, err instanceof Error ? err : new Error(String(err)))
+      }
+    }
     const results = await timeInterleaved(paths, opts)
+    for (const [path, err] of prepFailed) results.set(path, err)
     for (const d of drivers) {
       const base = { case: op.case, path: d.path, side: d.side, unit: 'ms' as const, ...(d.vs ? { vs: d.vs } : {}) }
       const res = results.get(d.path)

@@ -1,0 +1,8 @@
+export { PGliteServer } from './server.js'
+export type { PGliteServerOptions, ServerAddress } from './server.js'
+export { createPgStream, PgStream } from './bridge.js'
+export { Multiplexer } from './multiplexer.js'
+export type { SocketDatabase, MuxClient } from './multiplexer.js'
+export type { HostOptions } from './host.js'
+export { AUTH_METHODS } from './auth.js'
+export type { AuthMethod } from './auth.js'

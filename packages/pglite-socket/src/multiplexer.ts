@@ -1,0 +1,139 @@
+import type { EngineLease } from '@pgwasm/pglite'
+
+/** The part of a PGlite instance the server uses. */
+export interface SocketDatabase {
+  lease(): Promise<EngineLease>
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<{ rows: T[] }>
+  close(): Promise<void>
+  readonly closed: boolean
+  readonly dataDir?: string
+}
+
+/** What the multiplexer needs from a client session. */
+export interface MuxClient {
+  /** Whether the client must keep the engine after this batch (in a transaction, or before Sync). */
+  readonly pinned: boolean
+  /** Receives a NotificationResponse frame for a channel it listens to. */
+  deliverNotification(frame: Uint8Array): void
+}
+
+interface Waiter {
+  client: MuxClient
+  resolve: () => void
+  reject: (err: unknown) => void
+}
+
+/**
+ * Schedules many clients onto the one backend session of a database. A
+ * client runs a batch when it holds the engine; it keeps it while pinned
+ * (inside a transaction, or inside an extended-protocol sequence before its
+ * Sync), others wait in a FIFO. Between batches of unpinned clients the
+ * engine goes back to the instance's own queue, so in-process callers get
+ * their turn too.
+ */
+export class Multiplexer {
+  readonly db: SocketDatabase
+  #owner: MuxClient | undefined
+  #lease: EngineLease | undefined
+  #waiters: Waiter[] = []
+  /** Channel -> clients that LISTEN on it. */
+  readonly channels = new Map<string, Set<MuxClient>>()
+
+  constructor(db: SocketDatabase) {
+    this.db = db
+  }
+
+  get owner(): MuxClient | undefined {
+    return this.#owner
+  }
+
+  /**
+   * Runs `work` with the engine held for `client`; `work` gets the lease and
+   * must be synchronous. The engine stays with the client while it is pinned.
+   */
+  async run<T>(client: MuxClient, work: (lease: EngineLease) => T): Promise<T> {
+    await this.#acquire(client)
+    try {
+      return work(this.#lease!)
+    } finally {
+      if (!client.pinned) this.release(client)
+    }
+  }
+
+  async #acquire(client: MuxClient): Promise<void> {
+    if (this.#owner === client) return
+    if (this.#owner) {
+      await new Promise<void>((resolve, reject) => this.#waiters.push({ client, resolve, reject }))
+      // The previous owner handed the engine over: #owner is `client` now.
+      return
+    }
+    this.#owner = client
+    try {
+      this.#lease = await this.db.lease()
+    } catch (err) {
+      this.#owner = undefined
+      this.#wakeNext()
+      throw err
+    }
+  }
+
+  /** Gives the engine back (to the next waiting client, or to the instance). */
+  release(client: MuxClient): void {
+    if (this.#owner !== client) return
+    this.#lease?.release()
+    this.#lease = undefined
+    this.#owner = undefined
+    this.#wakeNext()
+  }
+
+  #wakeNext(): void {
+    const next = this.#waiters.shift()
+    if (!next) return
+    this.#owner = next.client
+    this.db.lease().then(
+      (lease) => {
+        this.#lease = lease
+        next.resolve()
+      },
+      (err: unknown) => {
+        this.#owner = undefined
+        next.reject(err)
+        this.#wakeNext()
+      },
+    )
+  }
+
+  /** Removes a client from the queue (it disconnected while waiting). */
+  forget(client: MuxClient): void {
+    const gone = this.#waiters.filter((w) => w.client === client)
+    this.#waiters = this.#waiters.filter((w) => w.client !== client)
+    for (const w of gone) w.reject(new Error('the client disconnected while waiting for the database'))
+    for (const [channel, set] of this.channels) {
+      set.delete(client)
+      if (set.size === 0) this.channels.delete(channel)
+    }
+  }
+
+  listen(client: MuxClient, channel: string): void {
+    let set = this.channels.get(channel)
+    if (!set) this.channels.set(channel, (set = new Set()))
+    set.add(client)
+  }
+
+  /** Stops routing `channel` to `client`; true when nobody listens to it any more. */
+  unlisten(client: MuxClient, channel: string): boolean {
+    const set = this.channels.get(channel)
+    if (!set) return true
+    set.delete(client)
+    if (set.size > 0) return false
+    this.channels.delete(channel)
+    return true
+  }
+
+  /** Delivers a NotificationResponse to every client listening on its channel. */
+  route(frame: Uint8Array, channel: string, running: MuxClient): void {
+    const set = this.channels.get(channel)
+    if (!set) return
+    for (const client of set) if (client !== running) client.deliverNotification(frame)
+  }
+}

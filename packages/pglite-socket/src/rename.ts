@@ -1,0 +1,67 @@
+import { Msg, concat, readCString } from './wire.js'
+
+const utf8 = new TextEncoder()
+
+/**
+ * Gives each client its own namespace of prepared statements and portals on
+ * the one shared backend session: a non-empty name `s1` becomes `<prefix>s1`
+ * in Parse, Bind, Describe, Close and Execute. The unnamed ones stay
+ * unnamed: a client owns the engine from its first extended message to Sync.
+ */
+export class StatementRenamer {
+  readonly #prefix: string
+  /** Statement names this client created (renamed), to close on disconnect. */
+  readonly statements = new Set<string>()
+
+  constructor(prefix: string) {
+    this.#prefix = prefix
+  }
+
+  /** Returns the frame with names rewritten (the same frame when nothing changes). */
+  rewrite(type: number, frame: Uint8Array): Uint8Array {
+    const end = frame.length
+    switch (type) {
+      case Msg.Parse: {
+        const [name, next] = readCString(frame, 5, end)
+        if (!name) return frame
+        const renamed = this.#prefix + name
+        this.statements.add(renamed)
+        return this.#rebuild(type, [renamed], frame.subarray(next))
+      }
+      case Msg.Bind: {
+        const [portal, afterPortal] = readCString(frame, 5, end)
+        const [statement, rest] = readCString(frame, afterPortal, end)
+        if (!portal && !statement) return frame
+        return this.#rebuild(type, [this.#name(portal), this.#name(statement)], frame.subarray(rest))
+      }
+      case Msg.Describe:
+      case Msg.Close: {
+        const kind = frame[5]!
+        const [name, rest] = readCString(frame, 6, end)
+        if (!name) return frame
+        const renamed = this.#prefix + name
+        if (type === Msg.Close && kind === 0x53 /* S */) this.statements.delete(renamed)
+        return this.#rebuild(type, [String.fromCharCode(kind) + renamed], frame.subarray(rest))
+      }
+      case Msg.Execute: {
+        const [portal, rest] = readCString(frame, 5, end)
+        if (!portal) return frame
+        return this.#rebuild(type, [this.#prefix + portal], frame.subarray(rest))
+      }
+      default:
+        return frame
+    }
+  }
+
+  #name(name: string): string {
+    return name ? this.#prefix + name : ''
+  }
+
+  #rebuild(type: number, names: string[], rest: Uint8Array): Uint8Array {
+    const head = utf8.encode(names.map((n) => `${n}\u0000`).join(''))
+    const out = concat([new Uint8Array(5), head, rest])
+    out[0] = type
+    new DataView(out.buffer).setInt32(1, out.length - 1)
+    return out
+  }
+}

@@ -1,0 +1,182 @@
+import { EventEmitter } from 'node:events'
+import { chmod, lstat, unlink } from 'node:fs/promises'
+import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
+import { DatabaseHost, type HostOptions } from './host.js'
+import { Session } from './session.js'
+import { errorResponse } from './wire.js'
+
+export interface PGliteServerOptions extends HostOptions {
+  /** TCP host. @default '127.0.0.1' */
+  readonly host?: string
+  /** TCP port; 0 picks a free one. @default 5432 */
+  readonly port?: number
+  /** A Unix socket path instead of TCP (created owner-only). */
+  readonly path?: string
+  /** More clients than this get SQLSTATE 53300. @default 100 */
+  readonly maxConnections?: number
+  /** Allow a non-loopback `host` without a `password`. @default false */
+  readonly trustRemote?: boolean
+}
+
+export type ServerAddress = { readonly host: string; readonly port: number } | { readonly path: string }
+
+/**
+ * Serves a PGlite database over the PostgreSQL wire protocol, to many clients
+ * at once (see Multiplexer for how they share its one session).
+ *
+ * Events: `listening` (address), `connection` (processId), `disconnect`
+ * (processId), `warning` (message), `error` (err).
+ *
+ * @example
+ * ```ts
+ * const server = new PGliteServer({ db: await PGlite.create(), port: 0 })
+ * const address = await server.start()
+ * ```
+ */
+export class PGliteServer extends EventEmitter {
+  readonly #options: PGliteServerOptions
+  readonly #host: DatabaseHost
+  readonly #sessions = new Set<Session>()
+  #server: Server | undefined
+  #address: ServerAddress | undefined
+
+  constructor(options: PGliteServerOptions) {
+    super()
+    this.#options = options
+    this.#host = new DatabaseHost(options)
+  }
+
+  /** Where the server listens, once started. */
+  get address(): ServerAddress | undefined {
+    return this.#address
+  }
+
+  /** A `postgres://` URL (TCP) or libpq-style string (Unix socket) for clients. */
+  get connectionString(): string {
+    const a = this.#address
+    if (!a) throw new Error('the server is not started')
+    if ('path' in a) {
+      const dir = a.path.slice(0, a.path.lastIndexOf('/')) || '/'
+      return `postgresql://postgres@localhost/postgres?host=${encodeURIComponent(dir)}`
+    }
+    const host = a.host.includes(':') ? `[${a.host}]` : a.host
+    return `postgresql://postgres@${host}:${a.port}/postgres`
+  }
+
+  get connections(): number {
+    return this.#sessions.size
+  }
+
+  /**
+   * Starts listening.
+   * @throws when the port is taken, the path is in use, or a non-loopback
+   *   host is given without a password or `trustRemote`.
+   */
+  async start(): Promise<ServerAddress> {
+    if (this.#server) throw new Error('the server is already started')
+    const o = this.#options
+    const host = o.host ?? '127.0.0.1'
+    if (!o.path && !isLoopback(host)) {
+      if (o.password === undefined && !o.trustRemote) {
+        throw new Error(`listening on ${host} lets other machines in: set a \`password\`, or \`trustRemote\` to accept that`)
+      }
+      if (o.password === undefined) this.#warn(`listening on ${host} with no password: anyone who can reach it has full access`)
+    }
+    await this.#host.init()
+    const server = createServer({ noDelay: true }, (socket) => this.#accept(socket))
+    if (o.path) await removeStaleSocket(o.path)
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException): void => {
+        reject(
+          err.code === 'EADDRINUSE'
+            ? new Error(`${o.path ?? `${host}:${o.port ?? 5432}`} is already in use`, { cause: err })
+            : err,
+        )
+      }
+      server.once('error', onError)
+      const ready = (): void => {
+        server.off('error', onError)
+        resolve()
+      }
+      if (o.path) server.listen(o.path, ready)
+      else server.listen(o.port ?? 5432, host, ready)
+    })
+    server.on('error', (err) => this.emit('error', err))
+    if (o.path) {
+      await chmod(o.path, 0o600)
+      this.#address = { path: o.path }
+    } else {
+      const info = server.address() as AddressInfo
+      this.#address = { host: info.address, port: info.port }
+    }
+    this.#server = server
+    this.emit('listening', this.#address)
+    return this.#address
+  }
+
+  #accept(socket: Socket): void {
+    const max = this.#options.maxConnections ?? 100
+    if (this.#sessions.size >= max) {
+      socket.end(errorResponse('53300', 'sorry, too many clients already', 'FATAL'))
+      return
+    }
+    const session = new Session(this.#host, {
+      write: (bytes) => {
+        if (!socket.destroyed) socket.write(bytes)
+      },
+      end: () => {
+        if (!socket.destroyed) socket.end()
+      },
+    })
+    this.#sessions.add(session)
+    this.emit('connection', session.processId)
+    socket.on('data', (data) => session.receive(data))
+    socket.on('error', () => session.disconnected())
+    socket.on('close', () => {
+      session.disconnected()
+      this.#sessions.delete(session)
+      this.emit('disconnect', session.processId)
+    })
+  }
+
+  #warn(message: string): void {
+    if (this.listenerCount('warning') > 0) this.emit('warning', message)
+    else console.warn(`pgwasm-server: ${message}`)
+  }
+
+  /** Stops listening, ends every client (rolling back open transactions) and closes databases the server created. */
+  async stop(): Promise<void> {
+    const server = this.#server
+    if (!server) return
+    this.#server = undefined
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+    const sessions = [...this.#sessions]
+    for (const s of sessions) s.disconnected()
+    await Promise.all(sessions.map((s) => s.cleanup()))
+    await closed
+    await this.#host.closeCreated()
+    if (this.#options.path) await unlink(this.#options.path).catch(() => {})
+    this.#address = undefined
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'))
+}
+
+/** A socket file left by a crashed server blocks listen(); one that answers is in use. */
+async function removeStaleSocket(path: string): Promise<void> {
+  const stat = await lstat(path).catch(() => undefined)
+  if (!stat) return
+  if (!stat.isSocket()) throw new Error(`${path} exists and is not a socket`)
+  const inUse = await new Promise<boolean>((resolve) => {
+    const probe = createConnection(path)
+    probe.once('connect', () => {
+      probe.destroy()
+      resolve(true)
+    })
+    probe.once('error', () => resolve(false))
+  })
+  if (inUse) throw new Error(`${path} is already in use`)
+  await unlink(path)
+}

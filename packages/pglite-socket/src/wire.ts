@@ -1,0 +1,153 @@
+/** Building and reading PostgreSQL wire messages on the server side. */
+
+const utf8 = new TextEncoder()
+const text = new TextDecoder()
+
+/** Startup-phase request codes (the int32 after the length). */
+export const enum StartupCode {
+  Protocol3 = 196608,
+  Cancel = 80877102,
+  SSL = 80877103,
+  GSSENC = 80877104,
+}
+
+export const enum Msg {
+  Authentication = 0x52 /* R */,
+  ParameterStatus = 0x53 /* S */,
+  BackendKeyData = 0x4b /* K */,
+  ReadyForQuery = 0x5a /* Z */,
+  ErrorResponse = 0x45 /* E */,
+  Notification = 0x41 /* A */,
+  CopyInResponse = 0x47 /* G */,
+  // frontend
+  Bind = 0x42 /* B */,
+  Close = 0x43 /* C */,
+  CopyData = 0x64 /* d */,
+  CopyDone = 0x63 /* c */,
+  CopyFail = 0x66 /* f */,
+  Describe = 0x44 /* D */,
+  Execute = 0x45 /* E */,
+  Flush = 0x48 /* H */,
+  FunctionCall = 0x46 /* F */,
+  Parse = 0x50 /* P */,
+  Password = 0x70 /* p */,
+  Query = 0x51 /* Q */,
+  Sync = 0x53 /* S */,
+  Terminate = 0x58 /* X */,
+}
+
+/** Frontend messages a client may send after startup. */
+export const CLIENT_TYPES: ReadonlySet<number> = new Set([
+  Msg.Bind,
+  Msg.Close,
+  Msg.CopyData,
+  Msg.CopyDone,
+  Msg.CopyFail,
+  Msg.Describe,
+  Msg.Execute,
+  Msg.Flush,
+  Msg.FunctionCall,
+  Msg.Parse,
+  Msg.Query,
+  Msg.Sync,
+  Msg.Terminate,
+])
+
+/** Messages that belong to an extended-protocol sequence, ended by Sync. */
+export const EXTENDED_TYPES: ReadonlySet<number> = new Set([
+  Msg.Bind,
+  Msg.Close,
+  Msg.Describe,
+  Msg.Execute,
+  Msg.Flush,
+  Msg.Parse,
+])
+
+export function frame(type: number, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + body.length)
+  out[0] = type
+  new DataView(out.buffer).setInt32(1, 4 + body.length)
+  out.set(body, 5)
+  return out
+}
+
+export function cstrings(...values: string[]): Uint8Array {
+  return utf8.encode(values.map((v) => `${v}\u0000`).join(''))
+}
+
+export function int32s(...values: number[]): Uint8Array {
+  const out = new Uint8Array(4 * values.length)
+  const view = new DataView(out.buffer)
+  values.forEach((v, i) => view.setInt32(4 * i, v))
+  return out
+}
+
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0
+  for (const p of parts) length += p.length
+  const out = new Uint8Array(length)
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+export function authenticationOk(): Uint8Array {
+  return frame(Msg.Authentication, int32s(0))
+}
+
+export function parameterStatus(name: string, value: string): Uint8Array {
+  return frame(Msg.ParameterStatus, cstrings(name, value))
+}
+
+export function backendKeyData(processId: number, secret: number): Uint8Array {
+  return frame(Msg.BackendKeyData, int32s(processId, secret))
+}
+
+export function readyForQuery(status: 'I' | 'T' | 'E'): Uint8Array {
+  return frame(Msg.ReadyForQuery, utf8.encode(status))
+}
+
+/** An ErrorResponse; `fatal` severity tells the client the connection ends. */
+export function errorResponse(code: string, message: string, severity: 'ERROR' | 'FATAL' = 'ERROR'): Uint8Array {
+  const body = concat([
+    utf8.encode(`S${severity}\u0000V${severity}\u0000C${code}\u0000M${message}\u0000`),
+    new Uint8Array([0]),
+  ])
+  return frame(Msg.ErrorResponse, body)
+}
+
+/** CopyInResponse announcing text format; libpq and pg read no more than that. */
+export function copyInResponse(): Uint8Array {
+  return frame(Msg.CopyInResponse, new Uint8Array([0, 0, 0]))
+}
+
+/** Reads NUL-terminated strings from `buf` starting at `at`. */
+export function readCString(buf: Uint8Array, at: number, end: number): [string, number] {
+  let i = at
+  while (i < end && buf[i] !== 0) i++
+  return [text.decode(buf.subarray(at, i)), i + 1]
+}
+
+/** Startup parameters (user, database, application_name, options...). */
+export function readStartupParams(packet: Uint8Array): Map<string, string> {
+  const params = new Map<string, string>()
+  let at = 8
+  while (at < packet.length && packet[at] !== 0) {
+    const [key, next] = readCString(packet, at, packet.length)
+    const [value, after] = readCString(packet, next, packet.length)
+    params.set(key, value)
+    at = after
+  }
+  return params
+}
+
+export function readInt32(buf: Uint8Array, at: number): number {
+  return ((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) | 0
+}
+
+export function decodeUtf8(bytes: Uint8Array): string {
+  return text.decode(bytes)
+}
