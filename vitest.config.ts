@@ -14,6 +14,16 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      {
+        test: {
+          name: 'pglite-socket',
+          root: 'packages/pglite-socket',
+          include: ['tests/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          maxWorkers: 2,
+        },
+      },
     ],
   },
 })
