@@ -1,8 +1,8 @@
-import { loadAssets } from './engine/assets.js'
+import { loadAssets, locateEngine } from './engine/assets.js'
 import { Backend, type DataDirMount } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import { getTemplate, templateKey } from './engine/template.js'
-import { restoreCopy, startInMemory } from './engine/starter.js'
+import { prefetchSnapshot, restoreCopy, startInMemory } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
@@ -137,15 +137,30 @@ export class PGlite implements AsyncDisposable {
   async #init(): Promise<void> {
     const opts = this.#options
     const spec = parseDataDir(opts.dataDir)
-    const assets = await loadAssets()
     const templateOptions = { initdbArgs: opts.initdbArgs, cacheDir: opts.templateCacheDir }
+    const username = opts.username ?? 'postgres'
+    const database = opts.database ?? 'postgres'
+    const assetsLoading = loadAssets()
+    if (spec.kind === 'memory' && !opts.loadDataTree && !opts.cloneOf && opts.initialMemory === undefined) {
+      // Read a cached snapshot while the engine compiles.
+      const { engineVersion } = await locateEngine()
+      void prefetchSnapshot({
+        treeKey: templateKey({ engineVersion }, templateOptions),
+        username,
+        database,
+        startArgs: startArgsFor(opts, true),
+        cacheDir: opts.templateCacheDir,
+      })
+    }
+    const assets = await assetsLoading
     let mount: DataDirMount
     if (opts.cloneOf) {
       mount = { kind: 'memory', tree: [] }
     } else if (opts.loadDataTree) {
       mount = { kind: 'memory', tree: opts.loadDataTree }
     } else if (spec.kind === 'memory') {
-      mount = { kind: 'memory', tree: await getTemplate(assets, templateOptions) }
+      // Loaded only if Postgres must boot: a snapshot restore needs no template.
+      mount = { kind: 'memory', tree: [] }
     } else {
       const { resolve } = await import('node:path')
       const path = resolve(spec.path)
@@ -167,15 +182,20 @@ export class PGlite implements AsyncDisposable {
       } else {
         const backendOptions = {
           mount,
-          username: opts.username ?? 'postgres',
-          database: opts.database ?? 'postgres',
+          username,
+          database,
           startArgs: startArgsFor(opts, mount.kind === 'memory'),
           initialMemory: opts.initialMemory,
           onLog,
         }
         backend =
           mount.kind === 'memory' && !opts.loadDataTree
-            ? await startInMemory(assets, { ...backendOptions, treeKey: templateKey(assets, templateOptions) })
+            ? await startInMemory(assets, {
+                ...backendOptions,
+                treeKey: templateKey(assets, templateOptions),
+                loadTree: () => getTemplate(assets, templateOptions),
+                cacheDir: opts.templateCacheDir,
+              })
             : await Backend.start(assets, backendOptions)
       }
     } catch (err) {

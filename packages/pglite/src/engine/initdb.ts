@@ -71,11 +71,12 @@ export async function runInitdb(assets: EngineAssets, extraArgs: readonly string
     return scratch.callMain(argv.slice(1))
   }
 
-  const initdbMod = await assets.initdbFactory({
+  const initdbAssets = await assets.initdb()
+  const initdbMod = await initdbAssets.factory({
     thisProgram: INITDB_EXE,
     arguments: [],
     noExitRuntime: false,
-    instantiateWasm: instantiateWith<InitdbModule>(assets.initdbModule),
+    instantiateWasm: instantiateWith<InitdbModule>(initdbAssets.module),
     locateFile: (path, prefix) => (path.endsWith('.so') ? `${PG_ROOT}/lib/${path}` : prefix + path),
     print: () => {},
     printErr: (text) => {

@@ -21,7 +21,7 @@ export interface EngineSnapshot {
   readonly timers: readonly { readonly which: number; readonly remainingMs: number }[]
 }
 
-interface StreamRecord {
+export interface StreamRecord {
   readonly fd: number
   readonly path: string
   readonly flags: number

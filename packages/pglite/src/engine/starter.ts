@@ -2,6 +2,8 @@ import type { EngineAssets } from './assets.js'
 import { Backend, BlankModule, type BackendOptions } from './backend.js'
 import { backendEnv } from './module.js'
 import type { EngineSnapshot } from './snapshot.js'
+import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
+import type { DataTree } from './pgdata-tree.js'
 
 const PAGE = 65536
 
@@ -21,10 +23,13 @@ class ModulePool {
   #filling: Promise<void> | undefined
   #pages = 0
 
-  /** Sets the module size to keep ready and starts making one. */
-  prepare(assets: EngineAssets, pages: number): void {
+  /**
+   * Sets the module size to keep ready. Nothing is made yet: a process that
+   * opens one database should not pay for a second module; the first `take`
+   * starts the prefilling.
+   */
+  prepare(pages: number): void {
     if (pages !== this.#pages) this.#drain(pages)
-    this.fill(assets)
   }
 
   async take(assets: EngineAssets, pages: number): Promise<BlankModule> {
@@ -66,31 +71,129 @@ class ModulePool {
 
 const pool = new ModulePool()
 
-export interface MemoryStartOptions extends BackendOptions {
+export interface MemoryStartOptions extends Omit<BackendOptions, 'mount'> {
   /** Identifies the data tree (e.g. the template id); same key, same snapshot. */
   readonly treeKey: string
+  /** The data tree, loaded only when Postgres must boot. */
+  readonly loadTree: () => Promise<DataTree>
+  /** Where snapshots are kept across processes; `false`: memory only. */
+  readonly cacheDir?: string | false
 }
 
-/** Starts an in-memory backend: a snapshot restore when one fits, else a boot that leaves one. */
+/**
+ * Starts an in-memory backend: a restore of this process's snapshot, else of
+ * the disk cache's, else a boot that leaves a snapshot in both.
+ */
 export async function startInMemory(assets: EngineAssets, options: MemoryStartOptions): Promise<Backend> {
-  const key = JSON.stringify([options.treeKey, options.username, options.database, options.startArgs])
-  const snapshot = options.initialMemory === undefined ? snapshots.get(key) : undefined
-  if (snapshot) {
-    const blank = await pool.take(assets, snapshot.pages)
-    return Backend.restore(blank, snapshot, options.onLog)
+  const key = snapshotKey(options)
+  if (options.initialMemory === undefined) {
+    const snapshot = snapshots.get(key) ?? (await prefetchSnapshot(options))
+    if (snapshot) {
+      try {
+        const blank = await pool.take(assets, snapshot.pages)
+        return Backend.restore(blank, snapshot, options.onLog)
+      } catch {
+        // A snapshot this build cannot restore: forget it and boot instead.
+        snapshots.delete(key)
+        void forgetOnDisk(key, options.cacheDir)
+      }
+    }
   }
-  const backend = await Backend.start(assets, options)
+  const tree = await options.loadTree()
+  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree } })
   if (options.initialMemory === undefined && backend.isSnapshotable && !snapshots.has(key)) {
     const taken = backend.snapshot()
     snapshots.set(key, taken)
-    pool.prepare(assets, taken.pages)
+    pool.prepare(taken.pages)
+    void saveToDisk(key, taken, options.cacheDir)
   }
   return backend
 }
+
+type SnapshotKeyParts = Pick<MemoryStartOptions, 'treeKey' | 'username' | 'database' | 'startArgs' | 'cacheDir'>
+
+function snapshotKey(o: SnapshotKeyParts): string {
+  return JSON.stringify([SNAPSHOT_FORMAT, o.treeKey, o.username, o.database, o.startArgs])
+}
+
+const diskReads = new Map<string, Promise<EngineSnapshot | undefined>>()
+
+/**
+ * Starts reading the disk snapshot for these options (once per process), so
+ * the read overlaps with compiling the engine.
+ */
+export function prefetchSnapshot(o: SnapshotKeyParts): Promise<EngineSnapshot | undefined> {
+  const key = snapshotKey(o)
+  if (snapshots.has(key)) return Promise.resolve(snapshots.get(key))
+  let read = diskReads.get(key)
+  if (!read) {
+    read = loadFromDisk(key, o.cacheDir).catch(() => undefined)
+    diskReads.set(key, read)
+    void read.then(() => diskReads.delete(key))
+  }
+  return read
+}
+
+/** Bump when what a snapshot holds or how it is encoded changes. */
+const SNAPSHOT_FORMAT = 1
+
+function isNode(): boolean {
+  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
+}
+
+async function diskLocation(key: string, cacheDir: string | false | undefined): Promise<{ dir: string; file: string } | undefined> {
+  if (cacheDir === false || !isNode()) return undefined
+  const disk = await import('./template-disk.js')
+  const dir = cacheDir ?? (await disk.defaultCacheDir())
+  return { dir, file: await disk.templatePath(dir, key, 'snapshot') }
+}
+
+async function loadFromDisk(key: string, cacheDir: string | false | undefined): Promise<EngineSnapshot | undefined> {
+  const where = await diskLocation(key, cacheDir)
+  if (!where) return undefined
+  const disk = await import('./template-disk.js')
+  const bytes = await disk.readVerified(where.file, DIGEST_BYTES)
+  if (!bytes) return undefined
+  try {
+    const snapshot = decodeSnapshot(bytes)
+    snapshots.set(key, snapshot)
+    return snapshot
+  } catch {
+    await forgetOnDisk(key, cacheDir)
+    return undefined
+  }
+}
+
+async function saveToDisk(key: string, snapshot: EngineSnapshot, cacheDir: string | false | undefined): Promise<void> {
+  try {
+    const where = await diskLocation(key, cacheDir)
+    if (!where) return
+    const disk = await import('./template-disk.js')
+    await disk.writeAtomically(where.dir, where.file, encodeSnapshot(snapshot), DIGEST_BYTES)
+  } catch {
+    // An unwritable cache costs the next process its head start, nothing else.
+  }
+}
+
+async function forgetOnDisk(key: string, cacheDir: string | false | undefined): Promise<void> {
+  const where = await diskLocation(key, cacheDir).catch(() => undefined)
+  if (!where) return
+  const { unlink } = await import('node:fs/promises')
+  await unlink(where.file).catch(() => {})
+}
+
+const DIGEST_BYTES = 32
 
 /** A new backend with the same state as `source` (idle, no side module loaded). */
 export async function restoreCopy(assets: EngineAssets, source: Backend, onLog?: (line: string) => void): Promise<Backend> {
   const snapshot = source.snapshot()
   const blank = await pool.take(assets, snapshot.pages)
   return Backend.restore(blank, snapshot, onLog)
+}
+
+/** For tests: forget this process's snapshots and pooled modules. */
+export function clearSnapshotMemory(): void {
+  snapshots.clear()
+  diskReads.clear()
+  pool.prepare(0)
 }

@@ -18,9 +18,10 @@ export async function defaultCacheDir(): Promise<string> {
   return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'pgwasm')
 }
 
-export async function templatePath(dir: string, id: string): Promise<string> {
+/** The cache file for an entry id: `<kind>-<hash of id>.bin`. */
+export async function templatePath(dir: string, id: string, kind = 'template'): Promise<string> {
   const key = createHash('sha256').update(id).digest('hex').slice(0, 24)
-  return join(dir, `template-${key}.bin`)
+  return join(dir, `${kind}-${key}.bin`)
 }
 
 /**

@@ -36,7 +36,7 @@ export function getTemplate(assets: EngineAssets, options: TemplateOptions = {})
 }
 
 /** Identifies a template: engine build, format and initdb arguments. */
-export function templateKey(assets: EngineAssets, options: TemplateOptions = {}): string {
+export function templateKey(assets: Pick<EngineAssets, 'engineVersion'>, options: TemplateOptions = {}): string {
   return `${assets.engineVersion}|${TEMPLATE_FORMAT}|${[...INITDB_BASE_ARGS, ...(options.initdbArgs ?? [])].join(' ')}`
 }
 
