@@ -122,3 +122,20 @@ export class DataDirLockedError extends Error {
     this.holder = options.holder
   }
 }
+
+/** The data directory was made by another PostgreSQL major version than the engine's. */
+export class IncompatibleDataDirError extends Error {
+  override name = 'IncompatibleDataDirError'
+  readonly code = 'INCOMPATIBLE_DATA_DIR' as const
+  readonly path: string
+  /** PG_VERSION of the directory. */
+  readonly dataDirVersion: string
+  /** Major version of the engine. */
+  readonly engineVersion: string
+  constructor(message: string, options: { path: string; dataDirVersion: string; engineVersion: string }) {
+    super(message)
+    this.path = options.path
+    this.dataDirVersion = options.dataDirVersion
+    this.engineVersion = options.engineVersion
+  }
+}

@@ -8,7 +8,7 @@ export type {
 } from './pglite.js'
 export type { PGliteOptions } from './options.js'
 export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'
-export { DatabaseError, ProtocolError, EngineError, ClosedError, DataDirLockedError } from './errors.js'
+export { DatabaseError, ProtocolError, EngineError, ClosedError, DataDirLockedError, IncompatibleDataDirError } from './errors.js'
 export type { ServerFields, ProtocolErrorCode, EngineErrorCode } from './errors.js'
 export { sql, raw, identifier, query } from './query/template.js'
 export type { SqlFragment, SqlText, TemplatedQuery } from './query/template.js'

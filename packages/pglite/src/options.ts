@@ -1,5 +1,28 @@
 import type { DataTree } from './engine/pgdata-tree.js'
+import type { PGlite } from './pglite.js'
 import type { Parser, Serializer } from './types/index.js'
+
+/**
+ * An add-on set up once the database is ready, as PGlite's `extensions`
+ * (e.g. `live` from `@pgwasm/pglite/live`).
+ */
+export interface PGliteExtension {
+  name: string
+  /**
+   * Called at the end of start-up. `namespaceObj` becomes `db[key]`; `close`
+   * runs first thing in `db.close()`, while queries still work.
+   */
+  setup(db: PGlite): Promise<{ namespaceObj?: unknown; close?: () => Promise<void> }>
+}
+
+/** What `PGlite.create({ extensions })` adds to the instance: `db[key]` per extension. */
+export type ExtensionNamespaces<E> =
+  E extends Record<string, PGliteExtension>
+    ? // The bare option type (no literal keys) adds nothing.
+      string extends keyof E
+      ? unknown
+      : { readonly [K in keyof E]: E[K] extends { setup(db: PGlite): Promise<{ namespaceObj?: infer N }> } ? N : never }
+    : unknown
 
 /** Options of `new PGlite(dataDir, options)`, compatible with `@electric-sql/pglite`. */
 export interface PGliteOptions {
@@ -32,8 +55,16 @@ export interface PGliteOptions {
   initdbArgs?: string[]
   /** Where initdb templates are cached on disk; `false` for memory only. */
   templateCacheDir?: string | false
-  /** Accepted for compatibility; directory writes in Node are synchronous. */
+  /**
+   * For a directory database: commits return before their WAL is flushed
+   * (`synchronous_commit=off`), so a crash can lose the last few commits
+   * (never corrupt the database). Off by default: a commit that returned is
+   * on disk. No effect in memory, where nothing outlives the process anyway.
+   * @default false
+   */
   relaxedDurability?: boolean
+  /** Extensions by key, set up when the database is ready; each `namespaceObj` becomes `db[key]`. */
+  extensions?: Record<string, PGliteExtension>
   /** @internal Start an in-memory database from this data tree (used by `clone()`). */
   loadDataTree?: DataTree
   /** @internal Start as a memory copy of this backend (used by `clone()`). */
@@ -57,10 +88,12 @@ const BASE_ARGS: readonly string[] = [
 /** Nothing of an in-memory database outlives the process: durability work is waste. */
 const MEMORY_ARGS: readonly string[] = ['-F', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
 
+const RELAXED_DISK_ARGS: readonly string[] = ['-c', 'synchronous_commit=off']
+
 export function startArgsFor(options: PGliteOptions, inMemory: boolean): string[] {
   const args = options.startParams
     ? options.startParams.filter((a) => a !== '--single')
-    : [...BASE_ARGS, ...(inMemory ? MEMORY_ARGS : [])]
+    : [...BASE_ARGS, ...(inMemory ? MEMORY_ARGS : options.relaxedDurability ? RELAXED_DISK_ARGS : [])]
   if (options.debug) args.push('-d', String(options.debug))
   for (const [name, value] of confEntries(options.postgresqlConf ?? options.postgresqlconf)) args.push('-c', `${name}=${value}`)
   return args

@@ -17,7 +17,7 @@ import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
-import { startArgsFor, type PGliteOptions } from './options.js'
+import { startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
 
 export type { PGliteOptions }
 
@@ -98,12 +98,13 @@ export class PGlite implements AsyncDisposable {
   readonly #notify = new NotifyRegistry()
   #backend: Backend | undefined
   #runner: QueryRunner | undefined
-  #releaseDir: (() => void) | undefined
+  #releaseDir: (() => Promise<void>) | undefined
   #ready = false
   #closing = false
   #closed = false
   #closePromise: Promise<void> | undefined
   #inTransaction = false
+  readonly #extensionClosers: (() => Promise<void>)[] = []
   // Made once; re-armed per exec (no per-exec closures on the hot path).
   readonly #messageSink = new MessageSink()
   readonly #messageHandler = new ParsedHandler(this.#messageSink)
@@ -127,11 +128,17 @@ export class PGlite implements AsyncDisposable {
     this.waitReady.catch(() => {})
   }
 
-  /** Creates an instance and waits until it is ready. */
-  static async create(dataDir?: string | PGliteOptions, options?: PGliteOptions): Promise<PGlite> {
+  /**
+   * Creates an instance and waits until it is ready; typed with the
+   * namespaces of its `extensions` (e.g. `db.live`).
+   */
+  static async create<O extends PGliteOptions>(
+    dataDir?: string | O,
+    options?: O,
+  ): Promise<PGlite & ExtensionNamespaces<O['extensions']>> {
     const db = new PGlite(dataDir, options)
     await db.waitReady
-    return db
+    return db as PGlite & ExtensionNamespaces<O['extensions']>
   }
 
   async #init(): Promise<void> {
@@ -164,12 +171,16 @@ export class PGlite implements AsyncDisposable {
     } else {
       const { resolve } = await import('node:path')
       const path = resolve(spec.path)
-      this.#releaseDir = claimDir(path)
+      const releaseClaim = claimDir(path)
       try {
         const { prepareNodeDataDir } = await import('./fs/node-dir.js')
-        await prepareNodeDataDir(path, () => getTemplate(assets, templateOptions))
+        const { unlock } = await prepareNodeDataDir(path, () => getTemplate(assets, templateOptions))
+        this.#releaseDir = async () => {
+          releaseClaim()
+          await unlock()
+        }
       } catch (err) {
-        this.#releaseDir()
+        releaseClaim()
         throw err
       }
       mount = { kind: 'node', path }
@@ -199,7 +210,7 @@ export class PGlite implements AsyncDisposable {
             : await Backend.start(assets, backendOptions)
       }
     } catch (err) {
-      this.#releaseDir?.()
+      await this.#releaseDir?.()
       throw err
     }
     this.#backend = backend
@@ -217,6 +228,28 @@ export class PGlite implements AsyncDisposable {
     if (opts.username && opts.username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(opts.username)}`, undefined)
     this.#registerArrayTypes(runner)
     this.#ready = true
+    if (opts.extensions) await this.#setupExtensions(opts.extensions)
+  }
+
+  /** Extensions query the ready instance; one that fails to set up fails the start. */
+  async #setupExtensions(extensions: NonNullable<PGliteOptions['extensions']>): Promise<void> {
+    try {
+      for (const [key, extension] of Object.entries(extensions)) {
+        if (key in this) throw new TypeError(`extension key \`${key}\` would hide a PGlite member`)
+        const { namespaceObj, close } = await extension.setup(this)
+        if (namespaceObj !== undefined) Object.defineProperty(this, key, { value: namespaceObj, enumerable: true })
+        if (close) this.#extensionClosers.push(close)
+      }
+    } catch (err) {
+      this.#ready = false
+      try {
+        this.#backend?.shutdown()
+      } finally {
+        this.#closed = true
+        this.#releaseDir?.()
+      }
+      throw err
+    }
   }
 
   #registerArrayTypes(runner: QueryRunner): void {
@@ -277,7 +310,7 @@ export class PGlite implements AsyncDisposable {
   #markDead(): void {
     this.#closed = true
     this.#ready = false
-    this.#releaseDir?.()
+    void this.#releaseDir?.()
     this.#notify.clear()
   }
 
@@ -646,8 +679,27 @@ export class PGlite implements AsyncDisposable {
    * reject with {@link ClosedError}.
    */
   close(): Promise<void> {
-    this.#closePromise ??= this.#close()
+    this.#closePromise ??= this.#options.extensions ? this.#closeWithExtensions() : this.#close()
     return this.#closePromise
+  }
+
+  /** Extensions clean up first, while queries still run; one that fails does not keep the database open. */
+  async #closeWithExtensions(): Promise<void> {
+    let failure: { error: unknown } | undefined
+    try {
+      await this.waitReady
+      for (const close of this.#extensionClosers.splice(0).reverse()) {
+        try {
+          await close()
+        } catch (error) {
+          failure ??= { error }
+        }
+      }
+    } catch {
+      // A failed start: #close handles it.
+    }
+    await this.#close()
+    if (failure) throw failure.error
   }
 
   async #close(): Promise<void> {
@@ -658,15 +710,15 @@ export class PGlite implements AsyncDisposable {
       this.#closed = true
       return
     }
-    await this.#queue.run(() => {
+    await this.#queue.run(async () => {
       try {
         this.#backend?.shutdown()
       } finally {
         this.#closed = true
         this.#ready = false
         this.#notify.clear()
-        this.#releaseDir?.()
         this.#runner = undefined
+        await this.#releaseDir?.()
       }
     })
   }

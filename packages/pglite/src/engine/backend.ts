@@ -56,6 +56,38 @@ function frontendFrame(type: number, body: string): Uint8Array {
   return frame
 }
 
+type NodeFsSync = { fsyncSync(fd: number): void; fdatasyncSync(fd: number): void }
+type NodeStream = { nfd?: number }
+
+function nodeFs(): NodeFsSync {
+  return (process as unknown as { getBuiltinModule(id: string): NodeFsSync }).getBuiltinModule('node:fs')
+}
+
+/**
+ * The glue's NODEFS has no fsync and its fdatasync only checks the
+ * descriptor: a commit would reach the OS page cache but not the disk. Route
+ * both to the real calls, so `fsync=on` means what it says (WAL commits use
+ * fdatasync, checkpoints fsync).
+ */
+function nodeSyncOverrides(mod: () => PostgresModule | undefined): Record<string, unknown> {
+  return {
+    __syscall_fdatasync: (fd: number): number => {
+      const stream = (mod()?.FS as unknown as { getStream(fd: number): NodeStream | null } | undefined)?.getStream(fd)
+      if (!stream) return -8 /* EBADF */
+      if (stream.nfd !== undefined) nodeFs().fdatasyncSync(stream.nfd)
+      return 0
+    },
+  }
+}
+
+function makeNodeFsDurable(mod: PostgresModule): void {
+  const ops = (mod.NODEFS as { stream_ops: Record<string, unknown> }).stream_ops
+  ops.fsync = (stream: NodeStream): number => {
+    if (stream.nfd !== undefined) nodeFs().fsyncSync(stream.nfd)
+    return 0
+  }
+}
+
 /** An empty sink for requests whose output nobody reads. */
 const discard: ProtocolSink = { onChunk() {} }
 
@@ -87,12 +119,14 @@ export class BlankModule {
     let target: Backend | undefined
     const callbacks: number[] = []
     let blob: BlobDevice | undefined
+    let created: PostgresModule | undefined
+    const overrides = mountPath === undefined ? {} : nodeSyncOverrides(() => created)
     const mod = await assets.postgresFactory({
       thisProgram: POSTGRES_EXE,
       arguments: [],
       noExitRuntime: true,
       wasmMemory: createMemory(memoryBytes),
-      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control),
+      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides),
       getPreloadedPackage: preloadedPackage(assets),
       print: pushLog,
       printErr: pushLog,
@@ -116,6 +150,8 @@ export class BlankModule {
         },
       ],
     })
+    created = mod
+    if (mountPath !== undefined) makeNodeFsDurable(mod)
     mod.FS.chmod('/home/postgres/.pgpass', 0o600)
     mod.FS.chmod(INITDB_EXE, 0o555)
     mod.FS.chmod(POSTGRES_EXE, 0o555)

@@ -35,9 +35,11 @@ export interface ModuleControl {
 export function instantiateWith<M>(
   compiled: WebAssembly.Module,
   control: ModuleControl = newModuleControl(),
+  overrides: Record<string, unknown> = {},
 ): ModuleOptions<M>['instantiateWasm'] {
   return (imports, done) => {
     const env = imports.env as Record<string, unknown>
+    Object.assign(env, overrides)
     env._setitimer_js = (which: number, timeoutMs: number): number => {
       control.arm(which, timeoutMs)
       return 0

@@ -1,7 +1,11 @@
-import { mkdir, readdir, rm, stat, unlink, utimes, writeFile, chmod } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, stat, unlink, utimes, writeFile, chmod } from 'node:fs/promises'
 import { join } from 'node:path'
-import { EngineError } from '../errors.js'
+import { EngineError, IncompatibleDataDirError } from '../errors.js'
 import { isDirEntry, type DataTree } from '../engine/pgdata-tree.js'
+import { LOCK_FILE, lockDataDir } from './dir-lock.js'
+
+/** PostgreSQL major version of the pinned engine (wasm-abi.md §1; keep in sync). */
+export const ENGINE_PG_MAJOR = '18'
 
 /** Written before a new cluster is copied in, removed after: its presence means a half-made directory. */
 const INIT_MARKER = '.pgwasm-initializing'
@@ -11,12 +15,33 @@ const INIT_MARKER = '.pgwasm-initializing'
  * template in (redoing a copy a crash left half done). Returns whether it
  * created the cluster.
  */
-export async function prepareNodeDataDir(path: string, template: () => Promise<DataTree>): Promise<boolean> {
+export async function prepareNodeDataDir(
+  path: string,
+  template: () => Promise<DataTree>,
+): Promise<{ created: boolean; unlock: () => Promise<void> }> {
   await mkdir(path, { recursive: true, mode: 0o700 })
-  const names = await readdir(path)
+  const unlock = await lockDataDir(path)
+  try {
+    return { created: await prepareLocked(path, template), unlock }
+  } catch (err) {
+    await unlock()
+    throw err
+  }
+}
+
+async function prepareLocked(path: string, template: () => Promise<DataTree>): Promise<boolean> {
+  const names = (await readdir(path)).filter((n) => n !== LOCK_FILE)
   if (names.includes(INIT_MARKER)) {
+    // A copy a crash interrupted: never half-used, redone from scratch.
     for (const name of names) await rm(join(path, name), { recursive: true, force: true })
   } else if (names.includes('PG_VERSION')) {
+    const version = (await readFile(join(path, 'PG_VERSION'), 'utf8')).trim()
+    if (version !== ENGINE_PG_MAJOR) {
+      throw new IncompatibleDataDirError(
+        `the data directory ${path} is from PostgreSQL ${version}; this engine is PostgreSQL ${ENGINE_PG_MAJOR} (dump it with that version's tools and load the dump)`,
+        { path, dataDirVersion: version, engineVersion: ENGINE_PG_MAJOR },
+      )
+    }
     // A pid file left by a killed process would make Postgres refuse to start;
     // this process holds the directory, so it is stale.
     if (names.includes('postmaster.pid')) await unlink(join(path, 'postmaster.pid')).catch(() => {})
