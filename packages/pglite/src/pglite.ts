@@ -7,7 +7,7 @@ import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors
 import { claimDir, parseDataDir } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
 import type { ResultCollector } from './protocol/decode.js'
-import { validateFrontendFrames } from './protocol/frames.js'
+import { validateFrontendFrames, validateStartupPacket } from './protocol/frames.js'
 import { ParsedHandler, RawAccumulator, RawHandler, RawNotifyHandler, type ProtocolHandler } from './protocol/handlers.js'
 import { MessageSink, type BackendMessage } from './protocol/message-sink.js'
 import type { Notification } from './protocol/messages.js'
@@ -488,8 +488,21 @@ export class PGlite implements AsyncDisposable {
     this.#notify.removeGlobal(callback)
   }
 
-  #checkFrames(message: Uint8Array): void {
-    validateFrontendFrames(message, FRONTEND_TYPES)
+  /**
+   * Validates raw input before the engine sees it and says what it is. Also
+   * remembers whether it left an extended-protocol sequence without its Sync:
+   * Postgres would skip the next query's messages up to a Sync, so the next
+   * parsed call sends one first.
+   */
+  #checkInput(message: Uint8Array): 'terminate' | 'startup' | 'frames' {
+    if (isTerminate(message)) return 'terminate'
+    if (message.length > 0 && message[0] === 0) {
+      validateStartupPacket(message)
+      return 'startup'
+    }
+    const unsynced = validateFrontendFrames(message, FRONTEND_TYPES)
+    if (this.#runner) this.#runner.pendingSync = unsynced
+    return 'frames'
   }
 
   /**
@@ -510,8 +523,8 @@ export class PGlite implements AsyncDisposable {
   }
 
   #execMessages(backend: Backend, message: Uint8Array, options: ExecProtocolOptions, keepRaw: boolean): BackendMessage[] {
-    if (isTerminate(message)) return []
-    this.#checkFrames(message)
+    const kind = this.#checkInput(message)
+    if (kind === 'terminate') return []
     const sink = this.#messageSink.reset()
     const handler: ProtocolHandler = keepRaw
       ? {
@@ -522,7 +535,7 @@ export class PGlite implements AsyncDisposable {
           finish: () => this.#messageHandler.finish(),
         }
       : this.#messageHandler
-    this.#execChecked(backend, message, handler)
+    this.#execChecked(backend, message, handler, kind)
     handler.finish()
     const { messages, error, notices, notifications } = sink
     sink.reset()
@@ -536,8 +549,8 @@ export class PGlite implements AsyncDisposable {
   }
 
   /** Runs a request or, for a startup packet (first byte 0), the connection handshake. */
-  #execChecked(backend: Backend, message: Uint8Array, handler: ProtocolHandler): void {
-    if (message.length >= 8 && message[0] === 0) backend.startup(message, handler)
+  #execChecked(backend: Backend, message: Uint8Array, handler: ProtocolHandler, kind: 'startup' | 'frames'): void {
+    if (kind === 'startup') backend.startup(message, handler)
     else backend.exec(message, handler)
   }
 
@@ -547,9 +560,9 @@ export class PGlite implements AsyncDisposable {
    */
   execProtocolRaw(message: Uint8Array, _options: ExecProtocolOptions = {}): Promise<Uint8Array> {
     return this.#exclusive((backend) => {
-      if (isTerminate(message)) return new Uint8Array(0)
-      if (message[0] !== 0) this.#checkFrames(message)
-      this.#runRaw(backend, message, this.#accumulator.push)
+      const kind = this.#checkInput(message)
+      if (kind === 'terminate') return new Uint8Array(0)
+      this.#runRaw(backend, message, this.#accumulator.push, kind)
       return this.#accumulator.take()
     })
   }
@@ -561,17 +574,17 @@ export class PGlite implements AsyncDisposable {
    */
   execProtocolRawStream(message: Uint8Array, options: ExecProtocolStreamOptions): Promise<void> {
     return this.#exclusive((backend) => {
-      if (isTerminate(message)) return
-      if (message[0] !== 0) this.#checkFrames(message)
-      this.#runRaw(backend, message, options.onRawData)
+      const kind = this.#checkInput(message)
+      if (kind === 'terminate') return
+      this.#runRaw(backend, message, options.onRawData, kind)
     })
   }
 
-  #runRaw(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void): void {
+  #runRaw(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void, kind: 'startup' | 'frames'): void {
     if (this.#notify.hasListeners) {
       const handler = this.#rawNotify.arm(onData)
       try {
-        this.#execChecked(backend, message, handler)
+        this.#execChecked(backend, message, handler, kind)
       } finally {
         const notifications: Notification[] | undefined = handler.notifications
         handler.finish()
@@ -580,7 +593,7 @@ export class PGlite implements AsyncDisposable {
     } else {
       const handler = this.#raw.arm(onData)
       try {
-        this.#execChecked(backend, message, handler)
+        this.#execChecked(backend, message, handler, kind)
       } finally {
         handler.finish()
       }
@@ -613,7 +626,8 @@ export class PGlite implements AsyncDisposable {
         if (released) throw new ClosedError('the lease was released')
         if (this.#closed) throw backend.deadError ?? new ClosedError()
         try {
-          this.#runRaw(backend, message, onRawData)
+          const kind = this.#checkInput(message)
+          if (kind !== 'terminate') this.#runRaw(backend, message, onRawData, kind)
         } catch (err) {
           if (backend.deadError) this.#markDead()
           throw err

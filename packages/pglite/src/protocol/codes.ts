@@ -42,7 +42,11 @@ export const enum Frontend {
   Terminate = 0x58 /* X */,
 }
 
-/** Every frontend type byte the engine accepts after startup; others make Postgres exit (FATAL). */
+/**
+ * Frontend type bytes a raw exec may carry. Others make Postgres exit:
+ * unknown types and a password message after startup are FATAL, and a
+ * Terminate ends the backend (a lone Terminate is answered without the engine).
+ */
 export const FRONTEND_TYPES: ReadonlySet<number> = new Set([
   Frontend.Bind,
   Frontend.Close,
@@ -54,8 +58,6 @@ export const FRONTEND_TYPES: ReadonlySet<number> = new Set([
   Frontend.Flush,
   Frontend.FunctionCall,
   Frontend.Parse,
-  Frontend.Password,
   Frontend.Query,
   Frontend.Sync,
-  Frontend.Terminate,
 ])

@@ -29,6 +29,8 @@ export interface RowShape {
   readonly keys: readonly string[]
   readonly parsers: readonly (Parser | undefined)[]
   readonly typeIds: readonly number[]
+  /** A column named `__proto__` needs defineProperty: assignment would set the prototype. */
+  readonly hasProtoKey: boolean
 }
 
 export function readRowDescription(buf: Uint8Array, start: number, end: number): Field[] {
@@ -53,6 +55,7 @@ export function makeRowShape(fields: Field[], parsers: Readonly<Record<number, P
     keys: fields.map((f) => f.name),
     parsers: fields.map((f) => parsers[f.dataTypeID]),
     typeIds: fields.map((f) => f.dataTypeID),
+    hasProtoKey: fields.some((f) => f.name === '__proto__'),
   }
 }
 
@@ -180,14 +183,18 @@ export class ResultCollector implements FrameSink {
       const length = readInt32(buf, i)
       i += 4
       const key = keys ? keys[c]! : String(c)
-      if (length < 0) {
-        row[key] = null
-        continue
+      let value: unknown = null
+      if (length >= 0) {
+        const text = decodeText(buf, i, i + length)
+        i += length
+        const parse = shape?.parsers[c]
+        value = parse ? parse(text, shape!.typeIds[c]!) : text
       }
-      const text = decodeText(buf, i, i + length)
-      i += length
-      const parse = shape?.parsers[c]
-      row[key] = parse ? parse(text, shape!.typeIds[c]!) : text
+      if (shape?.hasProtoKey && key === '__proto__') {
+        Object.defineProperty(row, key, { value, enumerable: true, writable: true, configurable: true })
+      } else {
+        row[key] = value
+      }
     }
     return row
   }

@@ -123,11 +123,36 @@ function readLength(buf: Uint8Array, at: number): number {
 }
 
 /**
- * Checks that `message` is a sequence of whole frontend frames of known types,
- * so that nothing reaches the engine that would make Postgres exit.
+ * The longest frame (length field) Postgres accepts for a frontend message
+ * type; over it the backend exits (PQ_SMALL/LARGE_MESSAGE_LIMIT in
+ * postgres.c, SocketBackend). Bind, CopyData, FunctionCall, Parse and Query
+ * may be large; every other message must stay small.
  */
-export function validateFrontendFrames(message: Uint8Array, knownTypes: ReadonlySet<number>): void {
+export function maxFrontendMessageBytes(type: number): number {
+  switch (type) {
+    case 0x42 /* B */:
+    case 0x64 /* d */:
+    case 0x46 /* F */:
+    case 0x50 /* P */:
+    case 0x51 /* Q */:
+      return 0x3fffffff
+    default:
+      return 10000
+  }
+}
+
+/** Frontend messages of the extended protocol, which leave the backend waiting for a Sync. */
+const EXTENDED = new Set([0x42 /* B */, 0x43 /* C */, 0x44 /* D */, 0x45 /* E */, 0x48 /* H */, 0x50 /* P */, 0x46 /* F */])
+
+/**
+ * Checks that `message` is a sequence of whole frontend frames of known types
+ * and lengths Postgres accepts, so that nothing reaches the engine that would
+ * make the backend exit.
+ * @returns whether the frames end inside an extended-protocol sequence (no Sync after it).
+ */
+export function validateFrontendFrames(message: Uint8Array, knownTypes: ReadonlySet<number>): boolean {
   let i = 0
+  let unsynced = false
   while (i < message.length) {
     if (message.length - i < HEADER_BYTES) {
       throw new ProtocolError(`truncated frame header at byte ${i} of ${message.length}`, { code: 'BAD_FRAME' })
@@ -135,12 +160,18 @@ export function validateFrontendFrames(message: Uint8Array, knownTypes: Readonly
     const type = message[i]!
     if (!knownTypes.has(type)) {
       throw new ProtocolError(`unknown frontend message type 0x${type.toString(16).padStart(2, '0')} at byte ${i}`, {
-        code: 'UNKNOWN_MESSAGE',
+        code: type === 0x58 /* X */ || type === 0x70 /* p */ ? 'UNEXPECTED_MESSAGE' : 'UNKNOWN_MESSAGE',
       })
     }
     const length = ((message[i + 1]! << 24) | (message[i + 2]! << 16) | (message[i + 3]! << 8) | message[i + 4]!) >>> 0
     if (length < 4) {
       throw new ProtocolError(`frame length ${length} is below the 4-byte minimum (byte ${i})`, { code: 'BAD_FRAME' })
+    }
+    if (length > maxFrontendMessageBytes(type)) {
+      throw new ProtocolError(
+        `frame length ${length} of message type '${String.fromCharCode(type)}' is over its ${maxFrontendMessageBytes(type)}-byte limit (byte ${i})`,
+        { code: 'BAD_FRAME' },
+      )
     }
     if (i + 1 + length > message.length) {
       throw new ProtocolError(
@@ -148,6 +179,30 @@ export function validateFrontendFrames(message: Uint8Array, knownTypes: Readonly
         { code: 'BAD_FRAME' },
       )
     }
+    if (EXTENDED.has(type)) unsynced = true
+    else if (type === 0x53 /* S */) unsynced = false
     i += 1 + length
+  }
+  return unsynced
+}
+
+/**
+ * Checks a startup packet (the bytes before any typed frame): its length
+ * field matches, it asks for protocol 3.0 and its parameters end properly.
+ */
+export function validateStartupPacket(packet: Uint8Array): void {
+  if (packet.length < 9) throw new ProtocolError(`startup packet of ${packet.length} bytes is too short`, { code: 'BAD_FRAME' })
+  const length = ((packet[0]! << 24) | (packet[1]! << 16) | (packet[2]! << 8) | packet[3]!) >>> 0
+  if (length !== packet.length || length > 10000) {
+    throw new ProtocolError(`startup packet length field ${length} does not match its ${packet.length} bytes`, { code: 'BAD_FRAME' })
+  }
+  const code = ((packet[4]! << 24) | (packet[5]! << 16) | (packet[6]! << 8) | packet[7]!) >>> 0
+  if (code !== 196608) {
+    throw new ProtocolError(`startup packet asks for protocol code ${code}; only 3.0 (196608) is served`, {
+      code: 'UNEXPECTED_MESSAGE',
+    })
+  }
+  if (packet[packet.length - 1] !== 0) {
+    throw new ProtocolError('startup packet parameters do not end with a NUL', { code: 'BAD_FRAME' })
   }
 }

@@ -55,8 +55,15 @@ export class QueryRunner {
     return this.#handler.assemblyBytes
   }
 
+  /** A raw exec left an extended-protocol sequence open: end it before our next request. */
+  pendingSync = false
+
   #writerWithCloses(): FrameWriter {
     const w = this.#writer.reset()
+    if (this.pendingSync) {
+      w.sync()
+      this.pendingSync = false
+    }
     const closes = this.cache.pendingCloses
     if (closes.length > 0) {
       for (const name of closes) w.close('S', name)
@@ -79,7 +86,10 @@ export class QueryRunner {
 
   /** One statement through the extended protocol, prepared once per SQL text. */
   query(sql: string, params: readonly unknown[], options: QueryOptions | undefined): ResultSet {
-    return this.#query(sql, params, options, true)
+    const result = this.#query(sql, params, options, true)
+    // The caller owns the rows now; the collector must not keep them alive.
+    this.collector.release()
+    return result
   }
 
   #query(sql: string, params: readonly unknown[], options: QueryOptions | undefined, mayRetry: boolean): ResultSet {
@@ -118,7 +128,7 @@ export class QueryRunner {
       const described = c.described
       this.#remember(key, name, paramTypes, described)
       const values = this.#serialize(params, paramTypes, options)
-      c = this.#run(this.#writer.reset().bind('', name, values).execute().sync().view(), options, described ?? undefined)
+      c = this.#run(this.#writerWithCloses().bind('', name, values).execute().sync().view(), options, described ?? undefined)
     } else {
       const values = params.map(serializeByValue)
       c = this.#run(
@@ -163,7 +173,9 @@ export class QueryRunner {
   exec(sql: string, options: QueryOptions | undefined): ResultSet[] {
     const c = this.#run(this.#writerWithCloses().query(sql).view(), options)
     if (c.error) throw withQuery(c.error, sql, undefined)
-    return c.results.length > 0 ? c.results : [{ rows: [], fields: [], affectedRows: 0 }]
+    const results = c.results.length > 0 ? c.results : [{ rows: [], fields: [], affectedRows: 0 }]
+    c.release()
+    return results
   }
 
   describe(sql: string, options: QueryOptions | undefined): DescribeQueryResult {
