@@ -24,6 +24,16 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      {
+        test: {
+          name: 'benchmark',
+          root: 'benchmark',
+          include: ['tests/**/*.test.ts'],
+          // One CLI run of every suite at a tiny scale, in beforeAll.
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+        },
+      },
     ],
   },
 })

@@ -33,9 +33,17 @@ export function quoteChannel(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
 }
 
-/** `COPY ... FROM STDIN`: the client sends data after our CopyInResponse. */
+/** Leading white space and comments, which psql sends along with the statement. */
+const LEADING_NOISE = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/
+
+/** `COPY ... FROM STDIN` as the statement: the client sends data after a CopyInResponse. */
 export function isCopyFromStdin(sql: string): boolean {
-  return /^\s*copy\b[\s\S]*\bfrom\s+stdin\b/i.test(sql)
+  return /^copy\b[\s\S]*\bfrom\s+stdin\b/i.test(sql.replace(LEADING_NOISE, ''))
+}
+
+/** `DISCARD ALL` (or `DISCARD` of listens) ends every LISTEN of the backend session. */
+export function discardsListens(sql: string): boolean {
+  return /\bdiscard\s+all\b/i.test(sql)
 }
 
 /** `DROP DATABASE [IF EXISTS] name`, the name as stored. */

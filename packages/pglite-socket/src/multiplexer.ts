@@ -1,8 +1,15 @@
 import type { EngineLease } from '@pgwasm/pglite'
+import { Msg, concat, cstrings, frame, int32s } from './wire.js'
+
+/** A NotificationResponse as the backend would send it (process id unknown here: 0). */
+function notificationFrame(channel: string, payload: string): Uint8Array {
+  return frame(Msg.Notification, concat([int32s(0), cstrings(channel, payload)]))
+}
 
 /** The part of a PGlite instance the server uses. */
 export interface SocketDatabase {
   lease(): Promise<EngineLease>
+  onNotification(callback: (channel: string, payload: string) => void): () => void
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<{ rows: T[] }>
   close(): Promise<void>
   readonly closed: boolean
@@ -38,6 +45,7 @@ export class Multiplexer {
   #waiters: Waiter[] = []
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
+  #unhook: (() => void) | undefined
 
   constructor(db: SocketDatabase) {
     this.db = db
@@ -112,12 +120,29 @@ export class Multiplexer {
       set.delete(client)
       if (set.size === 0) this.channels.delete(channel)
     }
+    this.#maybeUnhook()
   }
 
   listen(client: MuxClient, channel: string): void {
     let set = this.channels.get(channel)
     if (!set) this.channels.set(channel, (set = new Set()))
     set.add(client)
+    // Every notification of the session reaches the instance's listeners,
+    // whichever API or client ran the NOTIFY: route from there.
+    this.#unhook ??= this.db.onNotification((ch, payload) => this.#deliver(ch, payload))
+  }
+
+  #deliver(channel: string, payload: string): void {
+    const set = this.channels.get(channel)
+    if (!set) return
+    const frame = notificationFrame(channel, payload)
+    for (const client of set) client.deliverNotification(frame)
+  }
+
+  #maybeUnhook(): void {
+    if (this.channels.size > 0 || !this.#unhook) return
+    this.#unhook()
+    this.#unhook = undefined
   }
 
   /** Stops routing `channel` to `client`; true when nobody listens to it any more. */
@@ -127,13 +152,7 @@ export class Multiplexer {
     set.delete(client)
     if (set.size > 0) return false
     this.channels.delete(channel)
+    this.#maybeUnhook()
     return true
-  }
-
-  /** Delivers a NotificationResponse to every client listening on its channel. */
-  route(frame: Uint8Array, channel: string, running: MuxClient): void {
-    const set = this.channels.get(channel)
-    if (!set) return
-    for (const client of set) if (client !== running) client.deliverNotification(frame)
   }
 }

@@ -1,11 +1,11 @@
 import { Msg } from './wire.js'
 
 /**
- * Splits the engine's output for one client into what it receives and what
- * is routed elsewhere: NotificationResponse frames go to the clients that
- * listen on their channel (not to whoever ran the NOTIFY), and a CopyInResponse
- * the server already sent itself is dropped. Runs of forwarded frames are
- * copied out in one piece; only the frames taken out are looked into.
+ * Filters the engine's output for the client that ran the request:
+ * NotificationResponse frames are dropped (the multiplexer routes them to the
+ * clients that LISTEN, not to whoever ran the NOTIFY), and so is a
+ * CopyInResponse the server already sent itself. Runs of forwarded frames are
+ * copied out in one piece; frame bodies are never looked into.
  */
 export class OutputSplitter {
   #out = new Uint8Array(65536)
@@ -14,20 +14,11 @@ export class OutputSplitter {
   #headerFill = 0
   #remaining = 0
   #type = 0
-  #mode: 'forward' | 'collect' | 'drop' = 'forward'
-  #collected: Uint8Array | undefined
-  #collectedFill = 0
+  #mode: 'forward' | 'drop' = 'forward'
   /** Status byte of the last ReadyForQuery seen (I, T, E), or 0. */
   lastStatus = 0
   /** Drop the next CopyInResponse (the server answered the client already). */
   dropCopyIn = false
-  /** Whether NotificationResponse frames are taken out at all. */
-  routeNotifications = false
-  readonly #onNotification: (frame: Uint8Array) => void
-
-  constructor(onNotification: (frame: Uint8Array) => void) {
-    this.#onNotification = onNotification
-  }
 
   /** Bytes ready to write to the client, and resets the buffer. */
   take(): Uint8Array | undefined {
@@ -81,15 +72,11 @@ export class OutputSplitter {
         const take = Math.min(this.#remaining, n - i)
         const piece = chunk.subarray(i, i + take)
         if (this.#mode === 'forward') this.#append(piece)
-        else if (this.#mode === 'collect') {
-          this.#collected!.set(piece, this.#collectedFill)
-          this.#collectedFill += take
-        }
         this.#remaining -= take
         i += take
         if (this.#remaining === 0) {
           if (this.#type === Msg.ReadyForQuery && take > 0) this.lastStatus = piece[take - 1]!
-          this.#end()
+          this.#mode = 'forward'
         }
         continue
       }
@@ -107,8 +94,10 @@ export class OutputSplitter {
     if (runStart >= 0) this.#append(chunk.subarray(runStart, n))
   }
 
-  #modeFor(type: number): 'forward' | 'collect' | 'drop' {
-    if (type === Msg.Notification && this.routeNotifications) return 'collect'
+  #modeFor(type: number): 'forward' | 'drop' {
+    // Notifications reach clients through the multiplexer's routing, never
+    // as part of whichever client's output they happened to appear in.
+    if (type === Msg.Notification) return 'drop'
     if (type === Msg.CopyInResponse && this.dropCopyIn) {
       this.dropCopyIn = false
       return 'drop'
@@ -116,24 +105,10 @@ export class OutputSplitter {
     return 'forward'
   }
 
-  #begin(type: number, mode: 'forward' | 'collect' | 'drop', bodyLength: number): void {
+  #begin(type: number, mode: 'forward' | 'drop', bodyLength: number): void {
     this.#type = type
-    this.#mode = mode
+    this.#mode = bodyLength === 0 ? 'forward' : mode
     this.#remaining = bodyLength
-    if (mode === 'collect') {
-      this.#collected = new Uint8Array(5 + bodyLength)
-      this.#collected.set(this.#header)
-      this.#collectedFill = 5
-    }
-    if (bodyLength === 0) this.#end()
-  }
-
-  #end(): void {
-    if (this.#mode === 'collect') {
-      this.#onNotification(this.#collected!)
-      this.#collected = undefined
-    }
-    this.#mode = 'forward'
   }
 
   #append(bytes: Uint8Array): void {

@@ -37,6 +37,7 @@ export class PGliteServer extends EventEmitter {
   readonly #options: PGliteServerOptions
   readonly #host: DatabaseHost
   readonly #sessions = new Set<Session>()
+  readonly #sockets = new Set<Socket>()
   #server: Server | undefined
   #address: ServerAddress | undefined
 
@@ -56,8 +57,10 @@ export class PGliteServer extends EventEmitter {
     const a = this.#address
     if (!a) throw new Error('the server is not started')
     if ('path' in a) {
+      // libpq finds the socket as <host dir>/.s.PGSQL.<port>.
       const dir = a.path.slice(0, a.path.lastIndexOf('/')) || '/'
-      return `postgresql://postgres@localhost/postgres?host=${encodeURIComponent(dir)}`
+      const port = /\/\.s\.PGSQL\.(\d+)$/.exec(a.path)?.[1] ?? '5432'
+      return `postgresql://postgres@localhost/postgres?host=${encodeURIComponent(dir)}&port=${port}`
     }
     const host = a.host.includes(':') ? `[${a.host}]` : a.host
     return `postgresql://postgres@${host}:${a.port}/postgres`
@@ -116,8 +119,14 @@ export class PGliteServer extends EventEmitter {
 
   #accept(socket: Socket): void {
     const max = this.#options.maxConnections ?? 100
+    this.#sockets.add(socket)
+    socket.once('close', () => this.#sockets.delete(socket))
     if (this.#sessions.size >= max) {
-      socket.end(errorResponse('53300', 'sorry, too many clients already', 'FATAL'))
+      // Read and drop what it sends, and do not wait for it to close: a
+      // refused socket must not keep stop() waiting.
+      socket.on('error', () => {})
+      socket.resume()
+      socket.end(errorResponse('53300', 'sorry, too many clients already', 'FATAL'), () => socket.destroy())
       return
     }
     const session = new Session(this.#host, {
@@ -153,6 +162,8 @@ export class PGliteServer extends EventEmitter {
     const sessions = [...this.#sessions]
     for (const s of sessions) s.disconnected()
     await Promise.all(sessions.map((s) => s.cleanup()))
+    // A client that never closes its side must not keep stop() waiting.
+    for (const socket of this.#sockets) socket.destroy()
     await closed
     await this.#host.closeCreated()
     if (this.#options.path) await unlink(this.#options.path).catch(() => {})

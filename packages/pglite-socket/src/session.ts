@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import type { EngineLease } from '@pgwasm/pglite'
 import { Authenticator, type AuthMethod } from './auth.js'
-import { droppedDatabase, findListenChanges, isCopyFromStdin, quoteChannel } from './listen.js'
+import { discardsListens, droppedDatabase, findListenChanges, isCopyFromStdin, quoteChannel } from './listen.js'
 import type { Multiplexer, MuxClient } from './multiplexer.js'
 import { OutputSplitter } from './output.js'
 import { StatementRenamer } from './rename.js'
@@ -78,6 +78,7 @@ export class Session implements MuxClient {
   #inTransaction = false
   #unsynced = false
   #copy: Uint8Array[] | undefined
+  #skipToSync = false
   #syncTimer: ReturnType<typeof setTimeout> | undefined
   #cleanedUp: Promise<void> | undefined
 
@@ -85,7 +86,7 @@ export class Session implements MuxClient {
     this.#host = host
     this.#transport = transport
     this.#renamer = new StatementRenamer(`c${this.processId}_`)
-    this.#splitter = new OutputSplitter((f) => this.#onNotification(f))
+    this.#splitter = new OutputSplitter()
   }
 
   get pinned(): boolean {
@@ -267,6 +268,7 @@ export class Session implements MuxClient {
     const batch: Uint8Array[] = []
     let terminate = false
     let copyQuery: Uint8Array | undefined
+    let rejectCopy = false
     const dropped: string[] = []
     let listenChanged = false
     for (;;) {
@@ -286,12 +288,28 @@ export class Session implements MuxClient {
         terminate = true
         break
       }
+      if (this.#skipToSync) {
+        // After our own error in an extended sequence, as Postgres would: skip to Sync.
+        if (type === Msg.Sync) {
+          this.#skipToSync = false
+          this.#unsynced = false
+          this.#transport.write(readyForQuery(this.#inTransaction ? 'T' : 'I'))
+        }
+        continue
+      }
       if (type === Msg.Query || type === Msg.Parse) {
         const sql = this.#sqlOf(f)
         const changes = findListenChanges(sql)
         if (changes) {
           listenChanged = true
           this.#applyListen(changes)
+        }
+        if (discardsListens(sql)) listenChanged = true
+        if (type === Msg.Parse && isCopyFromStdin(sql)) {
+          // The engine cannot wait for COPY data in the middle of an extended
+          // sequence (it would fail the COPY and lose the Sync): refuse it here.
+          rejectCopy = true
+          break
         }
         const drop = droppedDatabase(sql)
         if (drop) dropped.push(drop)
@@ -307,6 +325,12 @@ export class Session implements MuxClient {
       batch.push(EXTENDED_TYPES.has(type) ? this.#renamer.rewrite(type, f) : f)
     }
     if (batch.length > 0) await this.#runBatch(concat(batch), listenChanged)
+    if (rejectCopy) {
+      this.#skipToSync = true
+      this.#transport.write(
+        errorResponse('0A000', 'COPY FROM STDIN is not supported in the extended query protocol here; send it as a simple Query'),
+      )
+    }
     if (copyQuery) {
       this.#copy = [copyQuery]
       this.#transport.write(copyInResponse())
@@ -317,7 +341,7 @@ export class Session implements MuxClient {
       return false
     }
     if (this.#unsynced && this.#state === 'ready') this.#armSyncTimer()
-    return batch.length > 0 || copyQuery !== undefined
+    return batch.length > 0 || copyQuery !== undefined || rejectCopy
   }
 
   #sqlOf(f: Uint8Array): string {
@@ -343,7 +367,6 @@ export class Session implements MuxClient {
     const mux = this.#mux!
     const splitter = this.#splitter
     await mux.run(this, (lease) => {
-      splitter.routeNotifications = mux.channels.size > 0
       splitter.lastStatus = 0
       const write = (bytes: Uint8Array): void => {
         splitter.push(bytes)
@@ -364,7 +387,7 @@ export class Session implements MuxClient {
   }
 
   #relisten(lease: EngineLease): void {
-    const channels = [...this.#mux!.channels.keys()]
+    const channels = [...new Set([...this.#mux!.channels.keys(), ...lease.listeningChannels])]
     if (channels.length === 0) return
     const sql = channels.map((c) => `LISTEN ${quoteChannel(c)}`).join(';')
     lease.execProtocolRawStream(frame(Msg.Query, cstrings(sql)), () => {})
@@ -375,15 +398,7 @@ export class Session implements MuxClient {
     if (out && this.#state !== 'closed') this.#transport.write(out)
   }
 
-  #onNotification(notification: Uint8Array): void {
-    // Body: int32 process id, channel, payload.
-    const [channel] = readCString(notification, 9, notification.length)
-    if (this.#channels.has(channel)) {
-      this.#flush()
-      this.#transport.write(notification)
-    }
-    this.#mux?.route(notification, channel, this)
-  }
+
 
   #armSyncTimer(): void {
     this.#clearSyncTimer()

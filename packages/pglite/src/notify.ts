@@ -21,6 +21,11 @@ export class NotifyRegistry {
     return this.#byChannel.size > 0 || this.#global.size > 0
   }
 
+  /** Channels with at least one `listen()` callback. */
+  get channels(): string[] {
+    return [...this.#byChannel.keys()]
+  }
+
   add(channel: string, listener: ChannelListener): void {
     let set = this.#byChannel.get(channel)
     if (!set) this.#byChannel.set(channel, (set = new Set()))

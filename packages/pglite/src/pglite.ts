@@ -51,6 +51,8 @@ export interface EngineLease {
   execProtocolRawStream(message: Uint8Array, onRawData: (bytes: Uint8Array) => void): void
   /** Whether the backend session is inside a transaction block. */
   readonly inTransaction: boolean
+  /** Channels this instance's own `listen()` callbacks need LISTENed on the backend. */
+  readonly listeningChannels: readonly string[]
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -581,6 +583,17 @@ export class PGlite implements AsyncDisposable {
   }
 
   #runRaw(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void, kind: 'startup' | 'frames'): void {
+    try {
+      this.#runRawUnchecked(backend, message, onData, kind)
+    } finally {
+      // Output that did not end in ReadyForQuery leaves the backend skipping
+      // to a Sync (e.g. an error in a sequence whose Sync was eaten): the
+      // next parsed call sends one first.
+      if (kind === 'frames' && this.#runner && !backend.deadError && backend.lastReadyStatus === 0) this.#runner.pendingSync = true
+    }
+  }
+
+  #runRawUnchecked(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void, kind: 'startup' | 'frames'): void {
     if (this.#notify.hasListeners) {
       const handler = this.#rawNotify.arm(onData)
       try {
@@ -608,6 +621,7 @@ export class PGlite implements AsyncDisposable {
    */
   async lease(): Promise<EngineLease> {
     const { backend } = await this.#engine()
+    const notify = this.#notify
     let release!: () => void
     const held = new Promise<void>((resolve) => {
       release = resolve
@@ -635,6 +649,9 @@ export class PGlite implements AsyncDisposable {
       },
       get inTransaction() {
         return !released && !backend.deadError && backend.inTransaction
+      },
+      get listeningChannels() {
+        return notify.channels
       },
       release: () => {
         released = true

@@ -8,6 +8,7 @@ const readme = readFileSync(join(here, '..', 'README.md'), 'utf8')
 const examples = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
 const workDir = join(here, '.readme-examples')
 const entry = pathToFileURL(join(here, '..', 'src', 'index.ts')).href
+const liveEntry = pathToFileURL(join(here, '..', 'src', 'live.ts')).href
 
 function expectedOutputs(code: string): unknown[] {
   return [...code.matchAll(/console\.log\(.*\/\/ → (.*)$/gm)].map((m) => JSON.parse(m[1]!))
@@ -25,7 +26,10 @@ describe('README examples', () => {
     const title = code.split('\n').find((l) => l.includes('console.log')) ?? `example ${i + 1}`
     it(`prints what it says: ${title.trim().slice(0, 60)}`, async () => {
       const file = join(workDir, `example-${i}.ts`)
-      writeFileSync(file, code.replaceAll(`from '@pgwasm/pglite'`, `from '${entry}'`))
+      writeFileSync(
+        file,
+        code.replaceAll(`from '@pgwasm/pglite'`, `from '${entry}'`).replaceAll(`from '@pgwasm/pglite/live'`, `from '${liveEntry}'`),
+      )
       const printed: unknown[] = []
       const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
         printed.push(args.length === 1 ? args[0] : args)

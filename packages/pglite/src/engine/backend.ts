@@ -195,6 +195,7 @@ export class Backend {
   #input: Uint8Array = new Uint8Array(0)
   #readOffset = 0
   #starved = 0
+  readonly #tail = new Uint8Array(6)
   readonly #pristineTable: number
   #dead: EngineError | undefined
   #closed = false
@@ -288,8 +289,25 @@ export class Backend {
   /** @internal Write callback of the engine. */
   onWrite(ptr: number, length: number): number {
     // HEAPU8 is re-created when memory grows: read it fresh on every call.
-    this.#sink.onChunk(this.#mod.HEAPU8.subarray(ptr, ptr + length))
+    const bytes = this.#mod.HEAPU8.subarray(ptr, ptr + length)
+    this.#sink.onChunk(bytes)
+    // Keep the last 6 bytes: a request ends with ReadyForQuery (Z, length 5, status).
+    if (length >= 6) this.#tail.set(bytes.subarray(length - 6))
+    else {
+      this.#tail.copyWithin(0, length)
+      this.#tail.set(bytes, 6 - length)
+    }
     return length
+  }
+
+  /**
+   * The ReadyForQuery status byte (I, T, E) that ended the last request's
+   * output, or 0 when it did not end with one (an extended-protocol sequence
+   * still waiting for its Sync, or an error that skips to the next Sync).
+   */
+  get lastReadyStatus(): number {
+    const t = this.#tail
+    return t[0] === 0x5a && t[1] === 0 && t[2] === 0 && t[3] === 0 && t[4] === 5 ? t[5]! : 0
   }
 
   /**
@@ -348,6 +366,7 @@ export class Backend {
     this.#input = message
     this.#readOffset = 0
     this.#starved = 0
+    this.#tail.fill(0)
     let failure: unknown
     try {
       while (this.#readOffset < this.#input.length || mod._pq_buffer_remaining_data() > 0) {

@@ -128,20 +128,22 @@ export function diffRows(
  */
 export function mergeRows(
   prev: { rows: readonly Row[]; byKey: Map<unknown, Row> },
-  rows: Row[],
+  rows: readonly Row[],
   key: string,
   columns: readonly string[],
 ): { rows: Row[]; byKey: Map<unknown, Row>; changed: boolean } {
   const byKey = new Map<unknown, Row>()
+  // A new array: the run's own may be shared with other live queries.
+  const merged = new Array<Row>(rows.length)
   let changed = rows.length !== prev.rows.length
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!
     const k = mapKey(row[key])
     const old = prev.byKey.get(k)
     const kept = old !== undefined && sameRow(old, row, columns) ? old : row
-    rows[i] = kept
+    merged[i] = kept
     byKey.set(k, kept)
     if (!changed && prev.rows[i] !== kept) changed = true
   }
-  return changed ? { rows, byKey, changed } : { rows: prev.rows as Row[], byKey: prev.byKey, changed }
+  return changed ? { rows: merged, byKey, changed } : { rows: prev.rows as Row[], byKey: prev.byKey, changed }
 }

@@ -24,17 +24,27 @@ export async function tablesOf(db: PGlite, sql: string, params: readonly unknown
   for (const row of rows) collectRelations(row[0], found)
   if (found.size === 0) return []
   const relations = [...found.values()]
-  const result = await db.query<[number]>(
-    `SELECT DISTINCT c.oid::int
+  const resolved = await db.query<[number, boolean]>(
+    `SELECT c.oid::int, c.relkind = 'p' OR c.relispartition
        FROM unnest($1::text[], $2::text[]) AS f(nsp, rel)
-       CROSS JOIN LATERAL (SELECT pg_catalog.to_regclass(pg_catalog.format('%I.%I', f.nsp, f.rel)) AS oid) r
-       LEFT JOIN LATERAL pg_catalog.pg_partition_tree(coalesce(pg_catalog.pg_partition_root(r.oid), r.oid)) t ON true
-       JOIN pg_catalog.pg_class c ON c.oid = coalesce(t.relid, r.oid)
+       JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(pg_catalog.format('%I.%I', f.nsp, f.rel))
       WHERE c.relkind IN ('r', 'p')`,
     [relations.map((r) => r.schema), relations.map((r) => r.name)],
     { rowMode: 'array' },
   )
-  return result.rows.map((r) => r[0]).sort((a, b) => a - b)
+  const tables = new Set(resolved.rows.map((r) => r[0]))
+  const partitioned = resolved.rows.filter((r) => r[1]).map((r) => r[0])
+  // A separate step: the tree functions make the planner scan pg_class, which most queries need not pay for.
+  if (partitioned.length > 0) {
+    const trees = await db.query<[number]>(
+      `SELECT t.relid::int FROM unnest($1::oid[]) AS o(oid)
+         CROSS JOIN LATERAL pg_catalog.pg_partition_tree(coalesce(pg_catalog.pg_partition_root(o.oid), o.oid)) t`,
+      [partitioned],
+      { rowMode: 'array' },
+    )
+    for (const [oid] of trees.rows) tables.add(oid)
+  }
+  return [...tables].sort((a, b) => a - b)
 }
 
 /** Walks an EXPLAIN (FORMAT JSON) document for every "Relation Name". */

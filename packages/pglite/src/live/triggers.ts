@@ -6,8 +6,8 @@ export const LIVE_CHANNEL = 'pgwasm_live'
 export const LIVE_TRIGGER = 'pgwasm_live_notify'
 /**
  * The trigger function. In pg_temp so that nothing outlives the session:
- * when it ends (or crashed and its temp schema is cleaned up on the next
- * start), dropping the function cascades to every trigger using it.
+ * when it ends, dropping the function cascades to every trigger using it (a
+ * session that died leaves them until the next one's first temp object).
  */
 export const LIVE_FUNCTION = 'pg_temp.pgwasm_live_notify()'
 

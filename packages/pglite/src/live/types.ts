@@ -1,5 +1,5 @@
 import type { PGlite } from '../pglite.js'
-import type { Field, Results } from '../query/results.js'
+import type { Results } from '../query/results.js'
 
 /** A result row as `query()` returns it by default. */
 export type Row = Record<string, unknown>
@@ -167,5 +167,3 @@ export interface LiveOptions {
 /** A database created with `extensions: { live }`. */
 export type PGliteWithLive = PGlite & { live: LiveNamespace }
 
-/** Fields as the live results carry them. */
-export type LiveField = Field

@@ -1,0 +1,290 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import pg from 'pg'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PGlite } from '@pgwasm/pglite'
+import { AUTH_METHODS, PGliteServer } from '../src/index.js'
+import { HOST, RawClient, endQuietly, errorFields, hasProgram, libpqEnv, run, serve, startupPacket, within, type Served } from './helpers.js'
+
+const hasPsql = hasProgram('psql')
+const WAIT_MS = 10_000
+const CLI_MS = 60_000
+
+const packageDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
+const repoRoot = resolve(packageDir, '../..')
+const cliPath = join(packageDir, 'src', 'cli.ts')
+const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href
+
+describe('password authentication', () => {
+  let db: PGlite
+
+  beforeAll(async () => {
+    db = await PGlite.create()
+  })
+
+  afterAll(async () => {
+    await db?.close()
+  })
+
+  describe.each(AUTH_METHODS.map((method) => ({ method })))('authMethod $method', ({ method }) => {
+    let served: Served
+
+    beforeAll(async () => {
+      served = await serve(db, { password: 'secret', authMethod: method })
+    })
+
+    afterAll(async () => {
+      await served?.server.stop()
+    })
+
+    it('lets pg in with the right password', async () => {
+      const client = new pg.Client({ host: HOST, port: served.port, user: 'postgres', database: 'postgres', password: 'secret' })
+      try {
+        await client.connect()
+        expect((await client.query('select current_user as u')).rows).toEqual([{ u: 'postgres' }])
+      } finally {
+        await endQuietly(client)
+      }
+    })
+
+    it('refuses pg with a wrong password with 28P01', async () => {
+      const client = new pg.Client({ host: HOST, port: served.port, user: 'postgres', database: 'postgres', password: 'wrong' })
+      client.on('error', () => {})
+      try {
+        await expect(client.connect()).rejects.toMatchObject({ code: '28P01' })
+      } finally {
+        await endQuietly(client)
+      }
+    })
+
+    it.skipIf(!hasPsql)('lets psql in with the right password from PGPASSWORD [needs psql]', async () => {
+      const result = await run('psql', ['-X', '-A', '-t', '-w', '-c', 'select 40 + 2', served.url], {
+        timeoutMs: 30_000,
+        env: { ...libpqEnv(), PGPASSWORD: 'secret' },
+      })
+      expect(result.stderr).toBe('')
+      expect(result.stdout).toBe('42\n')
+    })
+
+    it.skipIf(!hasPsql)('refuses psql with a wrong password [needs psql]', async () => {
+      const result = await run('psql', ['-X', '-A', '-t', '-w', '-c', 'select 1', served.url], {
+        timeoutMs: 30_000,
+        env: { ...libpqEnv(), PGPASSWORD: 'wrong' },
+      })
+      expect(result.code).not.toBe(0)
+      expect(result.stderr).toContain('password authentication failed for user "postgres"')
+    })
+  })
+
+  describe('scram-sha-256 with postgres.js', () => {
+    let served: Served
+
+    beforeAll(async () => {
+      served = await serve(db, { password: 'pä§§wörd', authMethod: 'scram-sha-256' })
+    })
+
+    afterAll(async () => {
+      await served?.server.stop()
+    })
+
+    it('lets postgres.js in with a non-ASCII password', async () => {
+      const sql = postgres(served.url, { password: 'pä§§wörd', max: 1, connect_timeout: 20 })
+      try {
+        expect((await sql`select ${'ok'}::text as v`)[0]!.v).toBe('ok')
+      } finally {
+        await sql.end({ timeout: 5 })
+      }
+    })
+
+    it('refuses a client that answers the password request with another message type, with FATAL 08P01', async () => {
+      const raw = new RawClient(served.port)
+      try {
+        await raw.connected
+        raw.write(startupPacket())
+        expect((await within(raw.next(), WAIT_MS, 'the password request'))?.type).toBe('R')
+        raw.write(Buffer.from([0x51, 0, 0, 0, 13, ...Buffer.from('select 1\u0000')]))
+        const reply = await within(raw.rest(), WAIT_MS, 'the refusal')
+        expect(reply.map((m) => [m.type, errorFields(m.body).S, errorFields(m.body).C])).toEqual([['E', 'FATAL', '08P01']])
+      } finally {
+        raw.destroy()
+      }
+    })
+  })
+})
+
+describe('listening beyond loopback', () => {
+  let db: PGlite
+
+  beforeAll(async () => {
+    db = await PGlite.create()
+  })
+
+  afterAll(async () => {
+    await db?.close()
+  })
+
+  for (const host of ['0.0.0.0', '::']) {
+    it(`refuses to start on ${host} without a password`, async () => {
+      const server = new PGliteServer({ db, host, port: 0 })
+      try {
+        await expect(server.start()).rejects.toThrow(/password/)
+        expect(server.address).toBeUndefined()
+      } finally {
+        await server.stop()
+      }
+    })
+  }
+})
+
+/** The CLI as a child process (run through tsx from source), killed in `kill()`. */
+class Cli {
+  readonly child: ChildProcess
+  stdout = ''
+  stderr = ''
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  #waiters: Array<() => void> = []
+
+  constructor(args: string[]) {
+    this.child = spawn(process.execPath, ['--import', tsxLoader, cliPath, ...args], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: cliEnv(),
+    })
+    this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      this.stdout += d
+      this.#wake()
+    })
+    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      this.stderr += d
+      this.#wake()
+    })
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
+    void this.exited.then(() => this.#wake())
+  }
+
+  #wake(): void {
+    const w = this.#waiters
+    this.#waiters = []
+    for (const f of w) f()
+  }
+
+  /** Resolves with the first match of `pattern` in stdout. */
+  async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
+    const found = (async () => {
+      for (;;) {
+        const m = pattern.exec(this.stdout)
+        if (m) return m
+        if (this.child.exitCode !== null || this.child.signalCode !== null) {
+          throw new Error(`the CLI exited before printing ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+        }
+        await new Promise<void>((resolve) => this.#waiters.push(resolve))
+      }
+    })()
+    return within(found, CLI_MS, `the CLI to print ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+  }
+
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL')
+  }
+}
+
+function cliEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env }
+  delete env.PGWASM_PASSWORD
+  return env
+}
+
+describe('the CLI', () => {
+  let dir: string
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'pgwasm-cli-'))
+  })
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('serves a data directory, exits 0 on SIGTERM, and keeps what was committed', { timeout: 180_000 }, async () => {
+    const dataDir = join(dir, 'data')
+    const cli = new Cli(['--port', '0', '--db', dataDir])
+    let db: PGlite | undefined
+    try {
+      const [, url] = await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/)
+      expect(url).toMatch(/^postgresql:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/)
+      const client = new pg.Client({ connectionString: url })
+      client.on('error', () => {})
+      try {
+        await client.connect()
+        await client.query('create table kept (id int primary key, note text)')
+        await client.query('begin')
+        await client.query("insert into kept values (1, 'committed'), (2, 'also committed')")
+        await client.query('commit')
+      } finally {
+        await endQuietly(client)
+      }
+      cli.child.kill('SIGTERM')
+      const exit = await within(cli.exited, CLI_MS, 'the CLI to exit after SIGTERM')
+      expect(exit, cli.stderr).toEqual({ code: 0, signal: null })
+      expect(cli.stdout).toContain('pgwasm-server: stopped')
+
+      db = await PGlite.create(dataDir)
+      const { rows } = await db.query('select id, note from kept order by id')
+      expect(rows).toEqual([
+        { id: 1, note: 'committed' },
+        { id: 2, note: 'also committed' },
+      ])
+    } finally {
+      cli.kill()
+      await db?.close()
+    }
+  })
+
+  it('exits non-zero with a clear message when the port is taken', { timeout: 120_000 }, async () => {
+    const blocker: Server = createServer()
+    await new Promise<void>((resolve, reject) => {
+      blocker.once('error', reject)
+      blocker.listen(0, HOST, () => resolve())
+    })
+    const port = (blocker.address() as AddressInfo).port
+    try {
+      const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', String(port)], {
+        timeoutMs: CLI_MS,
+        cwd: repoRoot,
+        env: cliEnv(),
+      })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(`127.0.0.1:${port} is already in use`)
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()))
+    }
+  })
+
+  it('exits non-zero with a clear message when the data directory is a regular file', { timeout: 120_000 }, async () => {
+    const file = join(dir, 'not-a-dir')
+    writeFileSync(file, 'just a file\n')
+    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', '0', '--db', file], {
+      timeoutMs: CLI_MS,
+      cwd: repoRoot,
+      env: cliEnv(),
+    })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain(`cannot open the database ${file}`)
+    expect(result.stdout).not.toContain('serving')
+  })
+
+  it('exits 2 with the usage when --port is not a number', { timeout: 120_000 }, async () => {
+    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', 'many'], {
+      timeoutMs: CLI_MS,
+      cwd: repoRoot,
+      env: cliEnv(),
+    })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--port must be 0-65535, got many')
+  })
+})

@@ -1,0 +1,354 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PGlite } from '@pgwasm/pglite'
+import {
+  RawClient,
+  cstr,
+  endQuietly,
+  errorFields,
+  frame,
+  int32,
+  pgClient,
+  queryFrame,
+  serve,
+  startupPacket,
+  within,
+  type BackendMessage,
+  type Served,
+} from './helpers.js'
+
+/** Bound for waiting on something the server must do by itself. */
+const WAIT_MS = 10_000
+/** The steady client stops after this many queries at the latest. */
+const STEADY_MAX = 200_000
+
+/**
+ * A pg client querying in a loop in the background, to show bad input on
+ * other connections does not disturb it.
+ */
+class Steady {
+  count = 0
+  readonly failures: string[] = []
+  #stop = false
+  #waiters: Array<() => void> = []
+  done: Promise<void> = Promise.resolve()
+  client!: Awaited<ReturnType<typeof pgClient>>
+
+  async start(port: number): Promise<void> {
+    this.client = await pgClient(port)
+    this.done = this.#loop()
+  }
+
+  async #loop(): Promise<void> {
+    for (let i = 0; i < STEADY_MAX && !this.#stop; i++) {
+      try {
+        const { rows } = await this.client.query('select $1::int + 1 as n', [i])
+        if (rows[0]?.n !== i + 1) this.failures.push(`query ${i} returned ${JSON.stringify(rows)}`)
+      } catch (err) {
+        this.failures.push(`query ${i} failed: ${String(err)}`)
+        break
+      } finally {
+        this.count++
+        const w = this.#waiters
+        this.#waiters = []
+        for (const f of w) f()
+      }
+    }
+  }
+
+  /** Resolves once `n` more queries have been answered. */
+  async advance(n = 3): Promise<void> {
+    const target = this.count + n
+    const reached = (async () => {
+      while (this.count < target) {
+        if (this.failures.length > 0) throw new Error(`the steady client failed: ${this.failures.join('; ')}`)
+        await new Promise<void>((resolve) => this.#waiters.push(resolve))
+      }
+    })()
+    await within(reached, WAIT_MS, `the steady client to answer ${n} more queries`)
+    expect(this.failures).toEqual([])
+  }
+
+  async stop(): Promise<void> {
+    this.#stop = true
+    await this.done
+    await endQuietly(this.client)
+  }
+}
+
+/** Deterministic pseudo-random bytes (xorshift32). */
+function garbage(seed: number, length: number): Buffer {
+  const out = Buffer.alloc(length)
+  let x = seed >>> 0 || 1
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13
+    x >>>= 0
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    out[i] = x & 0xff
+  }
+  return out
+}
+
+function expectFatal(messages: BackendMessage[], code: string): void {
+  expect(messages.map((m) => m.type)).toEqual(['E'])
+  const fields = errorFields(messages[0]!.body)
+  expect(fields.S).toBe('FATAL')
+  expect(fields.C).toBe(code)
+}
+
+describe('bad input on raw connections', () => {
+  let db: PGlite
+  let served: Served
+  const steady = new Steady()
+
+  beforeAll(async () => {
+    db = await PGlite.create()
+    served = await serve(db)
+    await steady.start(served.port)
+  })
+
+  afterAll(async () => {
+    await steady.stop()
+    await served?.server.stop()
+    await db?.close()
+  })
+
+  /** Sends `bytes` on a new connection (after a handshake if asked) and collects the reply until the server closes. */
+  async function send(bytes: Buffer, options: { handshake?: boolean; endAfter?: boolean } = {}): Promise<BackendMessage[]> {
+    const raw = new RawClient(served.port)
+    try {
+      if (options.handshake) await raw.handshake()
+      else await raw.connected
+      raw.write(bytes)
+      if (options.endAfter) raw.socket.end()
+      const reply = await within(raw.rest(), WAIT_MS, 'the server to answer and close')
+      expect(raw.isClosed).toBe(true)
+      return reply
+    } finally {
+      raw.destroy()
+    }
+  }
+
+  it('answers random garbage instead of a startup packet with a FATAL error or a disconnect', async () => {
+    for (const seed of [1, 7, 42, 1234, 99_999]) {
+      const reply = await send(garbage(seed, 1024), { endAfter: true })
+      for (const m of reply) {
+        expect(m.type).toBe('E')
+        expect(errorFields(m.body).S).toBe('FATAL')
+      }
+    }
+    await steady.advance()
+  })
+
+  it('rejects a startup packet whose length field claims 2 GiB with FATAL 08P01', async () => {
+    expectFatal(await send(Buffer.concat([int32(0x80000000), int32(196608)])), '08P01')
+    await steady.advance()
+  })
+
+  it('rejects a startup packet shorter than its header with FATAL 08P01', async () => {
+    expectFatal(await send(Buffer.concat([int32(4), int32(196608)])), '08P01')
+    await steady.advance()
+  })
+
+  it('rejects an unsupported protocol version with FATAL 0A000', async () => {
+    const packet = startupPacket()
+    packet.writeUInt32BE(0x00020000, 4)
+    expectFatal(await send(packet), '0A000')
+    await steady.advance()
+  })
+
+  it('rejects a frame whose length field is 0x7fffffff after startup with FATAL 08P01', async () => {
+    expectFatal(await send(Buffer.concat([Buffer.from('Q'), int32(0x7fffffff), Buffer.from('select 1')]), { handshake: true }), '08P01')
+    await steady.advance()
+  })
+
+  it('rejects a frame whose length field is below 4 with FATAL 08P01', async () => {
+    expectFatal(await send(Buffer.concat([Buffer.from('Q'), int32(2)]), { handshake: true }), '08P01')
+    await steady.advance()
+  })
+
+  it('rejects an unknown message type 0x01 after startup with FATAL 08P01', async () => {
+    expectFatal(await send(frame(0x01, Buffer.from('hello')), { handshake: true }), '08P01')
+    await steady.advance()
+  })
+
+  it('drops a client that sends half a message and closes, without a reply', async () => {
+    const truncated = Buffer.concat([Buffer.from('Q'), int32(100), Buffer.from('select 1')])
+    expect(await send(truncated, { handshake: true, endAfter: true })).toEqual([])
+    await steady.advance()
+  })
+
+  it('answers a Query whose string lacks its NUL with ERROR 08P01 and keeps the connection usable', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.handshake()
+      raw.write(frame('Q', Buffer.from('select 1')))
+      const reply = await within(raw.until('Z'), WAIT_MS, 'the reply')
+      expect(reply.map((m) => m.type)).toEqual(['E', 'Z'])
+      expect(errorFields(reply[0]!.body).C).toBe('08P01')
+      raw.write(queryFrame('select 1'))
+      expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
+    } finally {
+      raw.destroy()
+    }
+    await steady.advance()
+  })
+
+  it('answers a Bind that claims more parameters than it carries with ERROR 08P01', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.handshake()
+      raw.write(
+        Buffer.concat([
+          frame('P', Buffer.concat([cstr('', 'select $1::int'), Buffer.from([0, 0])])),
+          frame('B', Buffer.concat([cstr('', ''), Buffer.from([0, 0, 0, 5])])),
+          frame('S'),
+        ]),
+      )
+      const reply = await within(raw.until('Z'), WAIT_MS, 'the reply')
+      expect(reply.map((m) => m.type)).toEqual(['1', 'E', 'Z'])
+      expect(errorFields(reply[1]!.body).C).toBe('08P01')
+    } finally {
+      raw.destroy()
+    }
+    await steady.advance()
+  })
+
+  it('ignores CopyData and CopyDone sent outside COPY, like Postgres', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.handshake()
+      raw.write(Buffer.concat([frame('d', Buffer.from('stray\n')), frame('c'), queryFrame('select 1')]))
+      expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
+    } finally {
+      raw.destroy()
+    }
+    await steady.advance()
+  })
+
+  it('answers SSLRequest with N and then accepts a normal startup', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.connected
+      raw.write(Buffer.concat([int32(8), int32(80877103)]))
+      expect(await within(raw.readByte(), WAIT_MS, 'the SSL answer')).toBe('N')
+      raw.write(startupPacket())
+      expect((await within(raw.until('Z'), WAIT_MS, 'the startup')).at(-1)?.type).toBe('Z')
+      raw.write(queryFrame('select 1'))
+      expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
+    } finally {
+      raw.destroy()
+    }
+    await steady.advance()
+  })
+
+  it('answers GSSENCRequest with N and then accepts a normal startup', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.connected
+      raw.write(Buffer.concat([int32(8), int32(80877104)]))
+      expect(await within(raw.readByte(), WAIT_MS, 'the GSS answer')).toBe('N')
+      raw.write(startupPacket())
+      expect((await within(raw.until('Z'), WAIT_MS, 'the startup')).at(-1)?.type).toBe('Z')
+    } finally {
+      raw.destroy()
+    }
+    await steady.advance()
+  })
+
+  it('accepts a CancelRequest for a live session, closes that connection, and the target keeps working', async () => {
+    const target = steady.client as unknown as { processID: number; secretKey: number }
+    const cancel = Buffer.concat([int32(16), int32(80877102), int32(target.processID), int32(target.secretKey)])
+    expect(await send(cancel)).toEqual([])
+    await steady.advance(5)
+  })
+
+  it('serves a new client after all of the above', async () => {
+    const client = await pgClient(served.port)
+    try {
+      expect((await client.query('select $1::text as hello', ['world'])).rows).toEqual([{ hello: 'world' }])
+    } finally {
+      await endQuietly(client)
+    }
+  })
+
+  it('has had every query of the steady client answered correctly', async () => {
+    await steady.stop()
+    expect(steady.failures).toEqual([])
+    expect(steady.client.errors).toEqual([])
+    expect(steady.count).toBeGreaterThan(0)
+  })
+})
+
+describe('COPY FROM STDIN through the extended protocol: the reply', () => {
+  let db: PGlite
+  let served: Served
+
+  beforeAll(async () => {
+    db = await PGlite.create()
+    served = await serve(db)
+    await db.exec('create table copy_target (id int)')
+  })
+
+  afterAll(async () => {
+    await served?.server.stop()
+    await db?.close()
+  })
+
+  it('answers COPY FROM STDIN sent through the extended protocol with an error and ReadyForQuery', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.handshake()
+      raw.write(extendedCopyFromStdin())
+      const reply = await within(raw.until('Z'), WAIT_MS, 'ReadyForQuery after an extended-protocol COPY FROM STDIN')
+      expect(reply.map((m) => m.type)).toContain('E')
+      expect(reply.at(-1)?.type).toBe('Z')
+    } finally {
+      raw.destroy()
+    }
+  })
+})
+
+describe('COPY FROM STDIN through the extended protocol: the engine afterwards', () => {
+  let db: PGlite
+  let served: Served
+
+  beforeAll(async () => {
+    db = await PGlite.create()
+    served = await serve(db)
+    await db.exec('create table copy_target (id int)')
+  })
+
+  afterAll(async () => {
+    await served?.server.stop()
+    await db?.close()
+  })
+
+  it('leaves the engine in sync after a client sent COPY FROM STDIN through the extended protocol', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.handshake()
+      raw.write(extendedCopyFromStdin())
+      // Wait for the error the engine reports, then leave.
+      for (;;) {
+        const m = await within(raw.next(), WAIT_MS, 'an ErrorResponse')
+        if (!m || m.type === 'E') break
+      }
+    } finally {
+      raw.destroy()
+    }
+    await raw.closed
+    expect((await db.query('select 41 + 1 as answer')).rows).toEqual([{ answer: 42 }])
+  })
+})
+
+/** Parse, Bind, Execute and Sync of `COPY copy_target FROM STDIN`, with no data. */
+function extendedCopyFromStdin(): Buffer {
+  return Buffer.concat([
+    frame('P', Buffer.concat([cstr('', 'copy copy_target from stdin'), Buffer.from([0, 0])])),
+    frame('B', Buffer.concat([cstr('', ''), Buffer.from([0, 0, 0, 0, 0, 0])])),
+    frame('E', Buffer.concat([cstr(''), int32(0)])),
+    frame('S'),
+  ])
+}

@@ -1,0 +1,299 @@
+/** Shared helpers of the pglite-socket tests: servers, raw wire clients, child processes. */
+import { spawn, spawnSync } from 'node:child_process'
+import { connect, type Socket } from 'node:net'
+import pg from 'pg'
+import { PGlite } from '@pgwasm/pglite'
+import { PGliteServer, type PGliteServerOptions } from '../src/index.js'
+
+export const HOST = '127.0.0.1'
+
+/** Whether a program is on PATH (psql, pgbench). */
+export function hasProgram(name: string): boolean {
+  return spawnSync('which', [name], { stdio: 'ignore' }).status === 0
+}
+
+/** A promise plus the functions that settle it. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (err: unknown) => void } {
+  let resolve!: (value: T) => void
+  let reject!: (err: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+/** Rejects with `message` if `promise` has not settled within `ms`. */
+export async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${message}`)), ms)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export interface Served {
+  server: PGliteServer
+  port: number
+  url: string
+}
+
+/** Starts a TCP server on 127.0.0.1 with a free port. */
+export async function serve(db: PGlite, options: Omit<PGliteServerOptions, 'db'> = {}): Promise<Served> {
+  const server = new PGliteServer({ host: HOST, port: 0, ...options, db })
+  const address = await server.start()
+  if (!('port' in address)) throw new Error('expected a TCP address')
+  return { server, port: address.port, url: server.connectionString }
+}
+
+/** A connected pg client of a TCP server (errors after a test's end are kept, not thrown). */
+export async function pgClient(port: number, config: pg.ClientConfig = {}): Promise<pg.Client & { errors: Error[] }> {
+  const client = new pg.Client({ host: HOST, port, user: 'postgres', database: 'postgres', ...config }) as pg.Client & {
+    errors: Error[]
+  }
+  client.errors = []
+  client.on('error', (err) => client.errors.push(err))
+  await client.connect()
+  return client
+}
+
+/** Ends a pg client, ignoring one that is gone already. */
+export async function endQuietly(client: pg.Client | undefined): Promise<void> {
+  if (!client) return
+  await client.end().catch(() => {})
+}
+
+// ---------------------------------------------------------------------------
+// Raw wire protocol
+
+const utf8 = new TextEncoder()
+
+export function int32(n: number): Buffer {
+  const b = Buffer.alloc(4)
+  b.writeUInt32BE(n >>> 0)
+  return b
+}
+
+/** A frontend frame: type byte, int32 length, body. */
+export function frame(type: string | number, body: Uint8Array = new Uint8Array(0)): Buffer {
+  const t = typeof type === 'string' ? type.charCodeAt(0) : type
+  return Buffer.concat([Buffer.from([t]), int32(4 + body.length), body])
+}
+
+export function cstr(...values: string[]): Buffer {
+  return Buffer.from(utf8.encode(values.map((v) => `${v}\u0000`).join('')))
+}
+
+/** A protocol 3.0 startup packet. */
+export function startupPacket(params: Record<string, string> = { user: 'postgres', database: 'postgres' }): Buffer {
+  const body = Buffer.concat([
+    int32(196608),
+    ...Object.entries(params).map(([k, v]) => cstr(k, v)),
+    Buffer.from([0]),
+  ])
+  return Buffer.concat([int32(4 + body.length), body])
+}
+
+export function queryFrame(sql: string): Buffer {
+  return frame('Q', cstr(sql))
+}
+
+export interface BackendMessage {
+  type: string
+  body: Buffer
+}
+
+/** Fields of an ErrorResponse / NoticeResponse body by their code letter. */
+export function errorFields(body: Buffer): Record<string, string> {
+  const fields: Record<string, string> = {}
+  let at = 0
+  while (at < body.length && body[at] !== 0) {
+    const code = String.fromCharCode(body[at]!)
+    const end = body.indexOf(0, at + 1)
+    fields[code] = body.subarray(at + 1, end).toString('utf8')
+    at = end + 1
+  }
+  return fields
+}
+
+/**
+ * A raw socket client that splits what the server sends into messages.
+ * Before `expectBytes` the first reply may be a single byte ('N' to an SSLRequest).
+ */
+export class RawClient {
+  readonly socket: Socket
+  readonly closed: Promise<void>
+  readonly connected: Promise<void>
+  #buffer = Buffer.alloc(0)
+  #messages: BackendMessage[] = []
+  #waiters: Array<() => void> = []
+  #isClosed = false
+
+  constructor(port: number) {
+    this.socket = connect({ host: HOST, port })
+    this.socket.on('error', () => {})
+    this.connected = new Promise((resolve) => this.socket.once('connect', () => resolve()))
+    this.closed = new Promise((resolve) =>
+      this.socket.once('close', () => {
+        this.#isClosed = true
+        this.#wake()
+        resolve()
+      }),
+    )
+    this.socket.on('data', (data: Buffer) => {
+      this.#buffer = Buffer.concat([this.#buffer, data])
+      this.#wake()
+    })
+  }
+
+  get isClosed(): boolean {
+    return this.#isClosed
+  }
+
+  write(bytes: Uint8Array): void {
+    this.socket.write(bytes)
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters
+    this.#waiters = []
+    for (const w of waiters) w()
+  }
+
+  #changed(): Promise<void> {
+    return new Promise((resolve) => this.#waiters.push(resolve))
+  }
+
+  /** The next single byte (the answer to an SSLRequest), or undefined if the server closed. */
+  async readByte(): Promise<string | undefined> {
+    while (this.#buffer.length === 0) {
+      if (this.#isClosed) return undefined
+      await this.#changed()
+    }
+    const b = this.#buffer.subarray(0, 1).toString('latin1')
+    this.#buffer = this.#buffer.subarray(1)
+    return b
+  }
+
+  /** The next whole backend message, or undefined once the server closed. */
+  async next(): Promise<BackendMessage | undefined> {
+    for (;;) {
+      if (this.#buffer.length >= 5) {
+        const length = this.#buffer.readUInt32BE(1)
+        if (this.#buffer.length >= 1 + length) {
+          const message = {
+            type: String.fromCharCode(this.#buffer[0]!),
+            body: Buffer.from(this.#buffer.subarray(5, 1 + length)),
+          }
+          this.#buffer = this.#buffer.subarray(1 + length)
+          this.#messages.push(message)
+          return message
+        }
+      }
+      if (this.#isClosed) return undefined
+      await this.#changed()
+    }
+  }
+
+  /** Messages until one of type `type` (included), or until the server closed. */
+  async until(type: string): Promise<BackendMessage[]> {
+    const out: BackendMessage[] = []
+    for (;;) {
+      const m = await this.next()
+      if (!m) return out
+      out.push(m)
+      if (m.type === type) return out
+    }
+  }
+
+  /** Every message until the server closes the connection. */
+  async rest(): Promise<BackendMessage[]> {
+    const out: BackendMessage[] = []
+    for (;;) {
+      const m = await this.next()
+      if (!m) return out
+      out.push(m)
+    }
+  }
+
+  /** Startup without password: returns the messages up to ReadyForQuery. */
+  async handshake(params?: Record<string, string>): Promise<BackendMessage[]> {
+    await this.connected
+    this.write(startupPacket(params))
+    const messages = await this.until('Z')
+    if (messages.at(-1)?.type !== 'Z') throw new Error(`no ReadyForQuery: ${JSON.stringify(messages.map((m) => m.type))}`)
+    return messages
+  }
+
+  destroy(): void {
+    this.socket.destroy()
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Child processes
+
+export interface ProcessResult {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+/**
+ * Runs a program to its end, killing it after `timeoutMs` (the promise then
+ * rejects with what it printed so far).
+ */
+export async function run(
+  command: string,
+  args: string[],
+  options: { timeoutMs: number; env?: NodeJS.ProcessEnv; cwd?: string },
+): Promise<ProcessResult> {
+  const child = spawn(command, args, {
+    env: options.env ?? process.env,
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  const exited = new Promise<ProcessResult>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
+  })
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      exited,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `${command} ${args.join(' ')} did not finish within ${options.timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+              ),
+            ),
+          options.timeoutMs,
+        )
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+}
+
+/** Environment for libpq tools: no stray PG* settings from the machine, a bounded connect. */
+export function libpqEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v
+  env.PGCONNECT_TIMEOUT = '20'
+  return env
+}
