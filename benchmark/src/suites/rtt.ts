@@ -84,6 +84,19 @@ function buildOps(calls: number): { ops: Op[]; families: Family[] } {
   return { ops, families }
 }
 
+/** Every case and path the suite reports (the test checks all of them are present). */
+export const RTT_CASES = buildOps(1).ops.map((o) => o.case)
+export const RTT_PATHS = [
+  'pgwasm query()',
+  'pgwasm exec()',
+  'pgwasm raw stream',
+  'PGlite query()',
+  'PGlite exec()',
+  'PGlite raw stream',
+  'better-sqlite3',
+  'native pg',
+]
+
 function t100Row(i: number): unknown[] {
   return [i, i * 3, i * 7, `text value ${i}`, `another text ${i * 11}`]
 }

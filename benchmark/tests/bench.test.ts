@@ -1,0 +1,144 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BENCH_DIR } from '../src/paths.js'
+import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
+import { PRISMA_CASES } from '../src/suites/prisma.js'
+import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
+import { caseNames, SOCKET_PATHS } from '../src/suites/socket.js'
+import { TARGETS } from '../src/suites/speedtest-child.js'
+import { TOTAL } from '../src/suites/speedtest.js'
+import { CLONE, FIRST, LATER, OPEN, RSS } from '../src/suites/startup.js'
+import type { BenchResult, Row, SuiteName } from '../src/types.js'
+
+/**
+ * Runs every suite at a tiny scale so a broken suite fails CI. It checks
+ * that every row is there with sane numbers or an explicit reason, never
+ * how fast anything is.
+ */
+
+const ROOT = join(BENCH_DIR, '..')
+const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-test-'))
+const jsonFile = join(work, 'result.json')
+let result: BenchResult
+let run: { status: number | null; stdout: string; stderr: string }
+
+const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
+  startup: { cases: [FIRST, RSS, LATER, OPEN, CLONE], paths: ['pgwasm', 'PGlite'] },
+  rtt: { cases: RTT_CASES, paths: RTT_PATHS },
+  speedtest: { cases: [...WORKLOAD_NAMES, TOTAL], paths: TARGETS.map((t) => t.path) },
+  socket: { cases: caseNames().map((c) => c.name), paths: SOCKET_PATHS },
+  prisma: { cases: PRISMA_CASES, paths: ['pgwasm Prisma adapter'] },
+}
+
+function nativeAvailable(): boolean {
+  // Only when a server binary is already here: the test must not apt-get.
+  const onPath = spawnSync('sh', ['-c', 'command -v pg_ctl'], { encoding: 'utf8' }).status === 0
+  const debian = existsSync('/usr/lib/postgresql') && readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/pg_ctl`))
+  return onPath || debian
+}
+
+beforeAll(() => {
+  for (const pkg of ['pglite', 'pglite-socket']) {
+    const dir = join(ROOT, 'packages', pkg)
+    if (existsSync(join(dir, 'package.json')) && !existsSync(join(dir, 'dist', 'index.js'))) {
+      const build = spawnSync('npm', ['run', 'build'], { cwd: dir, stdio: 'inherit' })
+      if (build.status !== 0) throw new Error(`building packages/${pkg} failed`)
+    }
+  }
+  const args = ['--import', 'tsx', 'src/cli.ts', '--suite', 'all', '--scale', '0.01', '--iterations', '1', '--warmup', '0', '--json', jsonFile]
+  if (nativeAvailable()) args.push('--native', 'auto')
+  const child = spawnSync(process.execPath, args, { cwd: BENCH_DIR, encoding: 'utf8', timeout: 480_000, env: { ...process.env, INIT_CWD: BENCH_DIR } })
+  run = { status: child.status, stdout: child.stdout, stderr: child.stderr }
+  if (existsSync(jsonFile)) result = JSON.parse(readFileSync(jsonFile, 'utf8')) as BenchResult
+}, 540_000)
+
+afterAll(() => rmSync(work, { recursive: true, force: true }))
+
+function rowsOf(suite: SuiteName): Row[] {
+  return result.suites.find((s) => s.suite === suite)?.rows ?? []
+}
+
+describe('pnpm bench at a tiny scale', () => {
+  it('exits 0 and writes JSON with the environment', () => {
+    expect(run.status, run.stderr.slice(-3000)).toBe(0)
+    expect(result.environment.node).toBe(process.version)
+    expect(result.environment.versions['@electric-sql/pglite']).toBe('0.5.16')
+    expect(result.environment.versions['@electric-sql/pglite (under pglite-socket)']).toBe('0.5.16')
+    expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma'])
+  })
+
+  for (const suite of Object.keys(EXPECTED) as SuiteName[]) {
+    it(`${suite}: every row is present, measured or explained`, () => {
+      const rows = rowsOf(suite)
+      const { cases, paths } = EXPECTED[suite]
+      for (const c of cases) {
+        for (const p of paths) {
+          const row = rows.find((r) => r.case === c && r.path === p)
+          expect(row, `${suite}: ${c} | ${p}`).toBeDefined()
+          if (row!.status === 'ok') {
+            const s = row!.summary!
+            for (const v of [s.p50, s.p95, s.mean, s.trimmedMean, s.min, s.max]) expect(Number.isFinite(v), `${c} | ${p}`).toBe(true)
+            expect(s.p50, `${c} | ${p}`).toBeGreaterThan(0)
+            expect(s.min).toBeLessThanOrEqual(s.p50)
+            expect(s.p50).toBeLessThanOrEqual(s.max)
+            expect(s.n).toBeGreaterThan(0)
+          } else {
+            expect(['skipped', 'not built'], `${c} | ${p}: ${row!.status} ${row!.reason}`).toContain(row!.status)
+            expect(row!.reason?.length, `${c} | ${p}`).toBeGreaterThan(0)
+          }
+        }
+      }
+      // The table names every case.
+      for (const c of cases) expect(run.stdout).toContain(c)
+    })
+  }
+
+  it('measures our engine and PGlite everywhere they exist', () => {
+    const mustRun = (suite: SuiteName, pathPrefix: string) =>
+      rowsOf(suite)
+        .filter((r) => r.path.startsWith(pathPrefix))
+        .forEach((r) => expect(r.status, `${suite}: ${r.case} | ${r.path}: ${r.reason}`).toBe('ok'))
+    for (const suite of ['startup', 'rtt', 'speedtest'] as const) {
+      mustRun(suite, 'pgwasm')
+      mustRun(suite, 'PGlite')
+    }
+    mustRun('socket', 'pglite-socket')
+    expect(rowsOf('prisma').every((r) => r.status === 'not built')).toBe(true)
+  })
+
+  it('computes the ratios other issues track', () => {
+    const ratio = (suite: SuiteName, name: string) => result.suites.find((s) => s.suite === suite)!.ratios.find((k) => k.name === name)
+    for (const [suite, name] of [
+      ['startup', 'create() later in process: pgwasm / PGlite'],
+      ['rtt', 'query/raw: 100-row select, pgwasm query() / pgwasm raw stream'],
+      ['rtt', 'select by pk: pgwasm query() / PGlite query()'],
+      ['speedtest', 'total in memory: pgwasm / PGlite'],
+    ] as const) {
+      const k = ratio(suite, name)
+      expect(k, name).toBeDefined()
+      expect(Number.isFinite(k!.value), `${name}: ${k!.reason}`).toBe(true)
+      expect(k!.value).toBeGreaterThan(0)
+    }
+    const native = ratio('speedtest', 'total in memory: pgwasm / native pg')!
+    expect(native.value !== undefined || (native.reason ?? '').length > 0).toBe(true)
+    // Anchor rows carry ours/anchor when both ran.
+    const pgliteQuery = rowsOf('rtt').find((r) => r.path === 'PGlite query()' && r.case === RTT_CASES[0])!
+    expect(Number.isFinite(pgliteQuery.ratio)).toBe(true)
+  })
+
+  it('bench:report writes markdown and a chart per suite', () => {
+    const out = join(work, 'report')
+    const rep = spawnSync(process.execPath, ['--import', 'tsx', 'src/report.ts', jsonFile, '--out', out], { cwd: BENCH_DIR, encoding: 'utf8' })
+    expect(rep.status, rep.stderr).toBe(0)
+    const md = readFileSync(join(out, 'latest.md'), 'utf8')
+    for (const suite of ['startup', 'rtt', 'speedtest', 'socket', 'prisma']) expect(md).toContain(`## ${suite}`)
+    for (const suite of ['startup', 'rtt', 'speedtest', 'socket']) {
+      const svg = readFileSync(join(out, `${suite}.svg`), 'utf8')
+      expect(svg.startsWith('<svg')).toBe(true)
+      expect(svg).toContain('<rect')
+    }
+  })
+})
