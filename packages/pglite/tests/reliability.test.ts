@@ -151,7 +151,7 @@ describe('one owner per directory', () => {
       a.proc.kill('SIGKILL')
       b.proc.kill('SIGKILL')
     }
-  }, 300_000)
+  }, 600_000)
 
   it('takes over the lock of a process that died holding it', async () => {
     const dir = tempDir()
