@@ -142,6 +142,8 @@ describe('one owner per directory', () => {
       }
       a.send('exit')
       b.send('exit')
+      a.proc.stdin.end()
+      b.proc.stdin.end()
       await Promise.all([a.exited(), b.exited()])
       const db = await PGlite.create(dir)
       const { rows } = await db.query<{ n: number }>('select count(*)::int as n from wins')
