@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
+    // Engine tests are CPU-heavy; two workers match the 2-core machines.
+    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -10,8 +12,6 @@ export default defineConfig({
           include: ['tests/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          // Engine tests are CPU-heavy; two workers match the 2-core machines.
-          maxWorkers: 2,
         },
       },
       {
@@ -21,7 +21,6 @@ export default defineConfig({
           include: ['tests/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          maxWorkers: 2,
         },
       },
       {

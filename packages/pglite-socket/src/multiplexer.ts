@@ -88,7 +88,18 @@ export class Multiplexer {
   /** Gives the engine back (to the next waiting client, or to the instance). */
   release(client: MuxClient): void {
     if (this.#owner !== client) return
-    this.#lease?.release()
+    const lease = this.#lease
+    const next = this.#waiters[0]
+    if (lease && next && !lease.othersWaiting) {
+      // Hand the held engine straight to the next client: going back through
+      // the instance's queue costs more than the request itself under load.
+      // In-process callers waiting there make us return it instead.
+      this.#waiters.shift()
+      this.#owner = next.client
+      next.resolve()
+      return
+    }
+    lease?.release()
     this.#lease = undefined
     this.#owner = undefined
     this.#wakeNext()

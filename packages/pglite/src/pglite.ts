@@ -53,6 +53,8 @@ export interface EngineLease {
   readonly inTransaction: boolean
   /** Channels this instance's own `listen()` callbacks need LISTENed on the backend. */
   readonly listeningChannels: readonly string[]
+  /** Whether other calls wait for the instance (a holder of many turns should let them run). */
+  readonly othersWaiting: boolean
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -622,6 +624,7 @@ export class PGlite implements AsyncDisposable {
   async lease(): Promise<EngineLease> {
     const { backend } = await this.#engine()
     const notify = this.#notify
+    const queue = this.#queue
     let release!: () => void
     const held = new Promise<void>((resolve) => {
       release = resolve
@@ -652,6 +655,9 @@ export class PGlite implements AsyncDisposable {
       },
       get listeningChannels() {
         return notify.channels
+      },
+      get othersWaiting() {
+        return queue.hasWaiters
       },
       release: () => {
         released = true

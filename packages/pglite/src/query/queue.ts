@@ -18,6 +18,11 @@ export class ExecQueue {
     }
   }
 
+  /** True when a job is waiting for its turn. */
+  get hasWaiters(): boolean {
+    return this.#head < this.#waiters.length
+  }
+
   /** True when no job runs or waits. */
   get isIdle(): boolean {
     return !this.#busy
