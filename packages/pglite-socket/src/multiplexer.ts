@@ -42,6 +42,7 @@ export class Multiplexer {
   readonly db: SocketDatabase
   #owner: MuxClient | undefined
   #lease: EngineLease | undefined
+  #leasing: Promise<void> | undefined
   #waiters: Waiter[] = []
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
@@ -69,25 +70,52 @@ export class Multiplexer {
   }
 
   async #acquire(client: MuxClient): Promise<void> {
-    if (this.#owner === client) return
+    if (this.#owner === client) {
+      // Its lease may still be on the way (a cleanup racing its own batch).
+      if (this.#leasing) await this.#leasing
+      return
+    }
     if (this.#owner) {
       await new Promise<void>((resolve, reject) => this.#waiters.push({ client, resolve, reject }))
       // The previous owner handed the engine over: #owner is `client` now.
       return
     }
     this.#owner = client
-    try {
-      this.#lease = await this.db.lease()
-    } catch (err) {
-      this.#owner = undefined
-      this.#wakeNext()
-      throw err
-    }
+    await this.#takeLease(client)
+  }
+
+  /** Gets the instance's lease for the owner; every later step waits for it. */
+  #takeLease(client: MuxClient): Promise<void> {
+    const leasing = this.db.lease().then(
+      (lease) => {
+        this.#lease = lease
+      },
+      (err: unknown) => {
+        if (this.#owner === client) this.#owner = undefined
+        this.#wakeNext()
+        throw err
+      },
+    )
+    this.#leasing = leasing
+    void leasing
+      .finally(() => {
+        if (this.#leasing === leasing) this.#leasing = undefined
+      })
+      .catch(() => {})
+    return leasing
   }
 
   /** Gives the engine back (to the next waiting client, or to the instance). */
   release(client: MuxClient): void {
     if (this.#owner !== client) return
+    if (this.#leasing) {
+      // Never drop a lease that is still arriving: it would hold the instance forever.
+      void this.#leasing.then(
+        () => this.release(client),
+        () => {},
+      )
+      return
+    }
     const lease = this.#lease
     const next = this.#waiters[0]
     if (lease && next && !lease.othersWaiting) {
@@ -109,16 +137,9 @@ export class Multiplexer {
     const next = this.#waiters.shift()
     if (!next) return
     this.#owner = next.client
-    this.db.lease().then(
-      (lease) => {
-        this.#lease = lease
-        next.resolve()
-      },
-      (err: unknown) => {
-        this.#owner = undefined
-        next.reject(err)
-        this.#wakeNext()
-      },
+    this.#takeLease(next.client).then(
+      () => next.resolve(),
+      (err: unknown) => next.reject(err),
     )
   }
 

@@ -324,7 +324,8 @@ export class Session implements MuxClient {
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
       batch.push(EXTENDED_TYPES.has(type) ? this.#renamer.rewrite(type, f) : f)
     }
-    if (batch.length > 0) await this.#runBatch(concat(batch), listenChanged)
+    // A framing error above closed the session: what came before it does not run.
+    if (batch.length > 0 && this.#state !== 'closed') await this.#runBatch(concat(batch), listenChanged)
     if (rejectCopy) {
       this.#skipToSync = true
       this.#transport.write(
@@ -367,6 +368,8 @@ export class Session implements MuxClient {
     const mux = this.#mux!
     const splitter = this.#splitter
     await mux.run(this, (lease) => {
+      // Closed while waiting for the engine: the cleanup owns what is left.
+      if (this.#state === 'closed') return
       splitter.lastStatus = 0
       const write = (bytes: Uint8Array): void => {
         splitter.push(bytes)
@@ -447,27 +450,26 @@ export class Session implements MuxClient {
   async #cleanupOnce(): Promise<void> {
     const mux = this.#mux
     if (!mux) return
-    const statements = [...this.#renamer.statements]
     const orphanChannels = [...this.#channels].filter((ch) => mux.unlisten(this, ch))
     mux.forget(this)
-    const needsEngine = this.#inTransaction || this.#unsynced || statements.length > 0 || orphanChannels.length > 0
-    if (!needsEngine) {
-      mux.release(this)
-      return
-    }
-    const frames: Uint8Array[] = []
-    if (this.#unsynced) frames.push(SYNC)
-    for (const name of statements) frames.push(frame(Msg.Close, concat([utf8.encode('S'), cstrings(name)])))
-    if (statements.length > 0) frames.push(SYNC)
-    const sql = [
-      ...(this.#inTransaction || this.#unsynced ? ['ROLLBACK'] : []),
-      ...orphanChannels.map((c) => `UNLISTEN ${quoteChannel(c)}`),
-    ]
-    if (sql.length > 0) frames.push(frame(Msg.Query, cstrings(sql.join(';'))))
-    this.#inTransaction = false
-    this.#unsynced = false
     try {
-      await mux.run(this, (lease) => lease.execProtocolRawStream(concat(frames), () => {}))
+      await mux.run(this, (lease) => {
+        // Decided with the engine in hand: a batch that finished just before
+        // may have opened a transaction.
+        const statements = [...this.#renamer.statements]
+        const frames: Uint8Array[] = []
+        if (this.#unsynced) frames.push(SYNC)
+        for (const name of statements) frames.push(frame(Msg.Close, concat([utf8.encode('S'), cstrings(name)])))
+        if (statements.length > 0) frames.push(SYNC)
+        const sql = [
+          ...(this.#inTransaction || this.#unsynced || lease.inTransaction ? ['ROLLBACK'] : []),
+          ...orphanChannels.map((c) => `UNLISTEN ${quoteChannel(c)}`),
+        ]
+        if (sql.length > 0) frames.push(frame(Msg.Query, cstrings(sql.join(';'))))
+        this.#inTransaction = false
+        this.#unsynced = false
+        if (frames.length > 0) lease.execProtocolRawStream(concat(frames), () => {})
+      })
     } catch (err) {
       this.#host.log(`session ${this.processId}: cleanup failed: ${String(err)}`)
     } finally {
