@@ -25,6 +25,17 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'pglite-prisma',
+          root: 'packages/pglite-prisma',
+          include: ['tests/**/*.test.ts'],
+          // Generates the test schema's Prisma Client (offline) before any file runs.
+          globalSetup: ['tests/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
           name: 'benchmark',
           root: 'benchmark',
           include: ['tests/**/*.test.ts'],

@@ -7,6 +7,8 @@ export type {
   EngineLease,
 } from './pglite.js'
 export type { PGliteOptions } from './options.js'
+export type { DumpCompression, DataDirArchive } from './fs/dump.js'
+export type { ContribExtension } from './extensions/contrib.js'
 export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'
 export { DatabaseError, ProtocolError, EngineError, ClosedError, DataDirLockedError, IncompatibleDataDirError } from './errors.js'
 export type { ServerFields, ProtocolErrorCode, EngineErrorCode } from './errors.js'

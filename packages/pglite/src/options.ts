@@ -1,4 +1,6 @@
 import type { DataTree } from './engine/pgdata-tree.js'
+import type { ContribExtension } from './extensions/contrib.js'
+import type { DataDirArchive } from './fs/dump.js'
 import type { PGlite } from './pglite.js'
 import type { Parser, Serializer } from './types/index.js'
 
@@ -17,11 +19,18 @@ export interface PGliteExtension {
 
 /** What `PGlite.create({ extensions })` adds to the instance: `db[key]` per extension. */
 export type ExtensionNamespaces<E> =
-  E extends Record<string, PGliteExtension>
+  E extends Record<string, PGliteExtension | ContribExtension>
     ? // The bare option type (no literal keys) adds nothing.
       string extends keyof E
       ? unknown
-      : { readonly [K in keyof E]: E[K] extends { setup(db: PGlite): Promise<{ namespaceObj?: infer N }> } ? N : never }
+      : {
+          // Contrib bundles add no namespace: their keys are left out.
+          readonly [K in keyof E as E[K] extends PGliteExtension ? K : never]: E[K] extends {
+            setup(db: PGlite): Promise<{ namespaceObj?: infer N }>
+          }
+            ? N
+            : never
+        }
     : unknown
 
 /** Options of `new PGlite(dataDir, options)`, compatible with `@electric-sql/pglite`. */
@@ -63,8 +72,21 @@ export interface PGliteOptions {
    * @default false
    */
   relaxedDurability?: boolean
-  /** Extensions by key, set up when the database is ready; each `namespaceObj` becomes `db[key]`. */
-  extensions?: Record<string, PGliteExtension>
+  /**
+   * Extensions by key: add-ons set up when the database is ready (each
+   * `namespaceObj` becomes `db[key]`), and contrib modules from
+   * `@pgwasm/pglite/contrib`, installed before Postgres starts so that
+   * `CREATE EXTENSION` works. An instance with contrib modules always boots
+   * Postgres (no start-up snapshot).
+   */
+  extensions?: Record<string, PGliteExtension | ContribExtension>
+  /**
+   * Opens the database from a data-directory tarball made by `dumpDataDir()`
+   * (ours or `@electric-sql/pglite`'s; gzip or plain tar). In memory it is
+   * the new database; with a directory `dataDir`, its files are written there
+   * first, and a directory that already holds a database is refused.
+   */
+  loadDataDir?: DataDirArchive
   /** @internal Start an in-memory database from this data tree (used by `clone()`). */
   loadDataTree?: DataTree
   /** @internal Start as a memory copy of this backend (used by `clone()`). */

@@ -1,6 +1,7 @@
 import { loadAssets, locateEngine } from './engine/assets.js'
 import { Backend, type DataDirMount } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
+import type { PostgresModule } from './engine/emscripten.js'
 import { getTemplate, templateKey } from './engine/template.js'
 import { prefetchSnapshot, restoreCopy, startInMemory } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
@@ -18,6 +19,9 @@ import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
 import { startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
+import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries } from './extensions/contrib.js'
+import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
+import { dumpSql } from './dump-sql.js'
 
 export type { PGliteOptions }
 
@@ -152,7 +156,11 @@ export class PGlite implements AsyncDisposable {
     const username = opts.username ?? 'postgres'
     const database = opts.database ?? 'postgres'
     const assetsLoading = loadAssets()
-    if (spec.kind === 'memory' && !opts.loadDataTree && !opts.cloneOf && opts.initialMemory === undefined) {
+    // Contrib side modules are instantiated before Postgres starts: such a
+    // backend can neither come from nor leave a start-up snapshot.
+    const contrib = contribExtensions(opts.extensions)
+    const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
+    if (spec.kind === 'memory' && !opts.loadDataTree && !opts.cloneOf && opts.initialMemory === undefined && !bootOnly) {
       // Read a cached snapshot while the engine compiles.
       const { engineVersion } = await locateEngine()
       void prefetchSnapshot({
@@ -163,22 +171,32 @@ export class PGlite implements AsyncDisposable {
         cacheDir: opts.templateCacheDir,
       })
     }
-    const assets = await assetsLoading
+    const [assets, loadedTree] = await Promise.all([
+      assetsLoading,
+      opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir),
+    ])
+    const loadTree = opts.loadDataTree ?? loadedTree
     let mount: DataDirMount
     if (opts.cloneOf) {
       mount = { kind: 'memory', tree: [] }
-    } else if (opts.loadDataTree) {
-      mount = { kind: 'memory', tree: opts.loadDataTree }
+    } else if (loadTree && spec.kind === 'memory') {
+      mount = { kind: 'memory', tree: loadTree }
     } else if (spec.kind === 'memory') {
       // Loaded only if Postgres must boot: a snapshot restore needs no template.
-      mount = { kind: 'memory', tree: [] }
+      mount = { kind: 'memory', tree: bootOnly ? await getTemplate(assets, templateOptions) : [] }
     } else {
       const { resolve } = await import('node:path')
       const path = resolve(spec.path)
       const releaseClaim = claimDir(path)
       try {
         const { prepareNodeDataDir } = await import('./fs/node-dir.js')
-        const { unlock } = await prepareNodeDataDir(path, () => getTemplate(assets, templateOptions))
+        const { created, unlock } = await prepareNodeDataDir(path, loadTree ? async () => loadTree : () => getTemplate(assets, templateOptions))
+        if (loadTree && !created) {
+          await unlock()
+          throw new EngineError(`loadDataDir: the data directory ${path} already holds a database; load into an empty directory`, {
+            code: 'BAD_DATA_DIR',
+          })
+        }
         this.#releaseDir = async () => {
           releaseClaim()
           await unlock()
@@ -199,12 +217,13 @@ export class PGlite implements AsyncDisposable {
           mount,
           username,
           database,
-          startArgs: startArgsFor(opts, mount.kind === 'memory'),
+          startArgs: withPreloadLibraries(startArgsFor(opts, mount.kind === 'memory'), contrib),
           initialMemory: opts.initialMemory,
           onLog,
+          prepare: contrib.length > 0 ? (mod: PostgresModule) => installContrib(mod, contrib) : undefined,
         }
         backend =
-          mount.kind === 'memory' && !opts.loadDataTree
+          mount.kind === 'memory' && !loadTree && !bootOnly
             ? await startInMemory(assets, {
                 ...backendOptions,
                 treeKey: templateKey(assets, templateOptions),
@@ -239,6 +258,7 @@ export class PGlite implements AsyncDisposable {
   async #setupExtensions(extensions: NonNullable<PGliteOptions['extensions']>): Promise<void> {
     try {
       for (const [key, extension] of Object.entries(extensions)) {
+        if (isContribExtension(extension)) continue
         if (key in this) throw new TypeError(`extension key \`${key}\` would hide a PGlite member`)
         const { namespaceObj, close } = await extension.setup(this)
         if (namespaceObj !== undefined) Object.defineProperty(this, key, { value: namespaceObj, enumerable: true })
@@ -682,8 +702,8 @@ export class PGlite implements AsyncDisposable {
    */
   clone(): Promise<PGlite> {
     return this.#exclusive(async (backend, runner) => {
-      const options = { ...this.#options, dataDir: undefined, loadDataTree: undefined }
-      if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction) {
+      const options = { ...this.#options, dataDir: undefined, loadDataTree: undefined, loadDataDir: undefined }
+      if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction && contribExtensions(options.extensions).length === 0) {
         // A memory-level copy: no startup; session state comes along.
         return PGlite.create({ ...options, cloneOf: backend })
       }
@@ -691,6 +711,31 @@ export class PGlite implements AsyncDisposable {
       const tree: DataTree = backend.readDataTree()
       return PGlite.create({ ...options, loadDataTree: tree })
     })
+  }
+
+  /**
+   * The data directory as a tarball, taken after a CHECKPOINT while no other
+   * call runs, so it opens without recovery: a `File` (a `Blob` where `File`
+   * is missing) named `<name>.tar.gz` (`application/x-gzip`) or `<name>.tar`
+   * (`application/x-tar`). Open it with the `loadDataDir` option, here or in
+   * `@electric-sql/pglite`.
+   * @param compression `'auto'` (the default) and `'gzip'` compress; `'none'` does not.
+   */
+  async dumpDataDir(compression: DumpCompression = 'auto'): Promise<File | Blob> {
+    const tree = await this.#exclusive((backend, runner) => {
+      runner.exec('CHECKPOINT', undefined)
+      return backend.readDataTree()
+    })
+    return packDataDir(tree, dumpName(this.dataDir), compression)
+  }
+
+  /**
+   * A plain SQL dump of the database, schema and data, that `psql` loads into
+   * another PostgreSQL (ownership and privileges left out). Read in one
+   * REPEATABLE READ transaction, so it is consistent.
+   */
+  dumpSql(): Promise<string> {
+    return dumpSql(this)
   }
 
   /** Sizes of internal buffers, for memory tests. Not a stable API. */

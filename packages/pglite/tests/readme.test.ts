@@ -9,6 +9,7 @@ const examples = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
 const workDir = join(here, '.readme-examples')
 const entry = pathToFileURL(join(here, '..', 'src', 'index.ts')).href
 const liveEntry = pathToFileURL(join(here, '..', 'src', 'live.ts')).href
+const contribEntry = pathToFileURL(join(here, '..', 'src', 'contrib.ts')).href
 
 function expectedOutputs(code: string): unknown[] {
   return [...code.matchAll(/console\.log\(.*\/\/ → (.*)$/gm)].map((m) => JSON.parse(m[1]!))
@@ -28,7 +29,10 @@ describe('README examples', () => {
       const file = join(workDir, `example-${i}.ts`)
       writeFileSync(
         file,
-        code.replaceAll(`from '@pgwasm/pglite'`, `from '${entry}'`).replaceAll(`from '@pgwasm/pglite/live'`, `from '${liveEntry}'`),
+        code
+          .replaceAll(`from '@pgwasm/pglite'`, `from '${entry}'`)
+          .replaceAll(`from '@pgwasm/pglite/live'`, `from '${liveEntry}'`)
+          .replaceAll(`from '@pgwasm/pglite/contrib'`, `from '${contribEntry}'`),
       )
       const printed: unknown[] = []
       const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {

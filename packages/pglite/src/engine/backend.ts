@@ -35,6 +35,12 @@ export interface BackendOptions {
   readonly startArgs: readonly string[]
   readonly initialMemory?: number
   readonly onLog?: (line: string) => void
+  /**
+   * Runs on the created module before Postgres starts (contrib files and
+   * side modules). Called after the backend notes its function-table size, so
+   * side modules loaded here make it unsnapshotable.
+   */
+  readonly prepare?: (mod: PostgresModule) => Promise<void>
 }
 
 /** `callMain` returns this when the backend is up and waiting (wasm-abi.md §5.3). */
@@ -222,6 +228,7 @@ export class Backend {
     const backend = new Backend(blank, options.onLog)
     const mod = blank.mod
     try {
+      if (options.prepare) await options.prepare(mod)
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
       mod._pgl_setPGliteActive(1)
       let status: number

@@ -1,0 +1,61 @@
+/**
+ * `queryRaw`/`executeRaw` on the core's lean query path, shared by the
+ * adapter (the whole instance) and a transaction (the held session).
+ */
+import type { SqlQuery, SqlQueryable, SqlResultSet } from '@prisma/driver-adapter-utils'
+import type { Parser, QueryOptions, Results } from '@pgwasm/pglite'
+import { toAdapterError } from './errors.js'
+import { columnInfoOf, convertRows, toParams } from './types.js'
+
+/** The package name, reported to Prisma as the adapter's name. */
+export const ADAPTER_NAME = '@pgwasm/pglite-prisma'
+
+/** Something that runs one parameterized statement: a `PGlite` or a transaction of one. */
+export interface QueryTarget {
+  query<T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>>
+}
+
+// One options object for every call: rows as arrays, as Prisma consumes
+// them, parsed by the instance's own parsers (no per-query parser merge).
+const QUERY_OPTIONS: QueryOptions = { rowMode: 'array' }
+
+/** Runs Prisma's queries on a {@link QueryTarget}. */
+export class PGliteQueryable implements SqlQueryable {
+  readonly provider = 'postgres' as const
+  readonly adapterName = ADAPTER_NAME
+  readonly #target: () => QueryTarget
+  readonly #parsers: () => Readonly<Record<number, Parser>>
+
+  /**
+   * @param target the target of each call, looked up per call (the database may be swapped by a test reset).
+   * @param parsers the parsers of the instance behind `target` (they decide which values need converting).
+   */
+  constructor(target: () => QueryTarget, parsers: () => Readonly<Record<number, Parser>>) {
+    this.#target = target
+    this.#parsers = parsers
+  }
+
+  /** Runs a statement and returns its rows with column names and Prisma column types. */
+  async queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    const result = await this.#run(query)
+    const info = columnInfoOf(result.fields, this.#parsers())
+    convertRows(result.rows, info)
+    // Copies: the column info is shared by every execution of the statement.
+    return { columnNames: info.names.slice(), columnTypes: info.types.slice(), rows: result.rows }
+  }
+
+  /** Runs a statement and returns how many rows it affected (or returned, for a SELECT). */
+  async executeRaw(query: SqlQuery): Promise<number> {
+    const result = await this.#run(query)
+    return result.rowCount ?? result.affectedRows ?? 0
+  }
+
+  async #run(query: SqlQuery): Promise<Results<unknown[]>> {
+    const params = query.args.length === 0 ? query.args : toParams(query.args, query.argTypes)
+    try {
+      return await this.#target().query<unknown[]>(query.sql, params, QUERY_OPTIONS)
+    } catch (error) {
+      throw toAdapterError(error)
+    }
+  }
+}

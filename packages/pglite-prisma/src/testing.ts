@@ -1,0 +1,251 @@
+/**
+ * Per-test databases: a template instance kept untouched, and memory-level
+ * copies of it (`db.clone()`) for the tests. A reset swaps in a copy that
+ * was made ahead of time, so it costs about a millisecond.
+ */
+import { createHash } from 'node:crypto'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
+import { PrismaPGlite, type PrismaPGliteOptions } from './adapter.js'
+import { prismaOptions } from './types.js'
+import { applyMigrations, diffSchema } from './migrate.js'
+
+/**
+ * A kept copy of a database's state, to start fresh copies from. The copy
+ * is an instance of its own: later changes to the source do not reach it.
+ */
+export class DatabaseSnapshot {
+  readonly #template: PGlite
+
+  private constructor(template: PGlite) {
+    this.#template = template
+  }
+
+  /**
+   * Keeps a copy of `db` as it is now. `db` must not be inside a
+   * transaction (an open one would be copied half-done).
+   */
+  static async take(db: PGlite): Promise<DatabaseSnapshot> {
+    return new DatabaseSnapshot(await db.clone())
+  }
+
+  /** A new, independent in-memory database with the snapshot's contents. */
+  restore(): Promise<PGlite> {
+    return this.#template.clone()
+  }
+
+  /** Frees the kept copy. */
+  close(): Promise<void> {
+    return this.#template.close()
+  }
+}
+
+/** Keeps a copy of `db` as it is now; see {@link DatabaseSnapshot}. */
+export function snapshot(db: PGlite): Promise<DatabaseSnapshot> {
+  return DatabaseSnapshot.take(db)
+}
+
+/** Options of {@link TestDatabase.create}. */
+export interface TestDatabaseOptions {
+  /**
+   * A Prisma schema to create the tables from. Its SQL is made once by the
+   * schema engine and cached on disk by the schema's hash, so later test
+   * files (and runs) skip the engine.
+   */
+  schema?: string
+  /** A migrations folder to apply instead of `schema` (writes `_prisma_migrations`, as `migrate deploy`). */
+  migrationsDir?: string
+  /** Runs after the schema, before the first snapshot: seed data, extensions, raw SQL. */
+  setup?: (db: PGlite) => Promise<void>
+  /**
+   * Options of the template instance (copies share them), laid over
+   * {@link prismaOptions} (the adapter's fast path: Prisma-ready parsers,
+   * generic plans).
+   */
+  pglite?: PGliteOptions
+  /** Options of {@link TestDatabase.adapter}. */
+  adapter?: PrismaPGliteOptions
+  /** Where the schema's SQL is cached; `false`: no disk cache. Default: a folder in the OS temp directory. */
+  cacheDir?: string | false
+  /**
+   * Make the next copy in the background after each reset, so a reset is a
+   * swap. Default true; false saves one instance's memory.
+   */
+  prepareNext?: boolean
+}
+
+const schemaSql = new Map<string, Promise<string>>()
+
+/** The SQL that creates `schema` on an empty database, from memory, the disk cache or the engine. */
+function sqlForSchema(schema: string, cacheDir: string | false): Promise<string> {
+  const key = createHash('sha256').update(schema).digest('hex')
+  let sql = schemaSql.get(key)
+  if (!sql) {
+    sql = (async () => {
+      const file = cacheDir === false ? undefined : join(cacheDir, `${key}.sql`)
+      if (file) {
+        try {
+          return await readFile(file, 'utf8')
+        } catch {
+          // Not cached yet.
+        }
+      }
+      const made = await diffSchema({ to: { schema } })
+      if (file && cacheDir !== false) {
+        await mkdir(cacheDir, { recursive: true })
+        // Write then rename: parallel test workers never read half a file.
+        const partial = `${file}.${process.pid}.${Date.now()}.tmp`
+        await writeFile(partial, made)
+        await rename(partial, file)
+      }
+      return made
+    })()
+    sql.catch(() => schemaSql.delete(key))
+    schemaSql.set(key, sql)
+  }
+  return sql
+}
+
+/**
+ * A database for tests whose contents go back to a snapshot on
+ * {@link reset}, with a Prisma adapter that follows the resets.
+ *
+ * @example
+ * ```ts
+ * const testDb = await TestDatabase.create({ schema })
+ * const prisma = new PrismaClient({ adapter: testDb.adapter })
+ * beforeEach(() => testDb.reset())
+ * afterAll(async () => { await prisma.$disconnect(); await testDb.close() })
+ * ```
+ */
+export class TestDatabase {
+  /** The adapter for `new PrismaClient({ adapter })`: its queries go to the current {@link db}. */
+  readonly adapter: PrismaPGlite
+  #template: DatabaseSnapshot
+  #current: PGlite
+  #next: Promise<PGlite> | undefined
+  /** Work a reset left for after it returned. */
+  #background: Promise<void> = Promise.resolve()
+  readonly #prepareNext: boolean
+  readonly #closing = new Set<Promise<void>>()
+  #closed = false
+
+  private constructor(template: DatabaseSnapshot, current: PGlite, options: TestDatabaseOptions) {
+    this.#template = template
+    this.#current = current
+    this.#prepareNext = options.prepareNext ?? true
+    this.adapter = new PrismaPGlite(() => this.#current, options.adapter)
+    this.#makeNext()
+  }
+
+  /** Creates the template (schema or migrations, then `setup`) and the first copy. */
+  static async create(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
+    if (options.schema !== undefined && options.migrationsDir !== undefined) {
+      throw new TypeError('pass `schema` or `migrationsDir`, not both')
+    }
+    const cacheDir = options.cacheDir ?? join(tmpdir(), 'pgwasm-prisma-cache')
+    const sql = options.schema === undefined ? undefined : sqlForSchema(options.schema, cacheDir)
+    const db = await PGlite.create({
+      ...prismaOptions,
+      ...options.pglite,
+      parsers: { ...prismaOptions.parsers, ...options.pglite?.parsers },
+    })
+    try {
+      if (sql) {
+        await db.exec(await sql)
+        await db.refreshArrayTypes()
+      }
+      if (options.migrationsDir !== undefined) await applyMigrations(db, { migrationsDir: options.migrationsDir })
+      await options.setup?.(db)
+      const template = await DatabaseSnapshot.take(db)
+      return new TestDatabase(template, db, options)
+    } catch (error) {
+      await db.close()
+      throw error
+    }
+  }
+
+  /** The database the tests use now; a reset replaces it. */
+  get db(): PGlite {
+    return this.#current
+  }
+
+  /**
+   * Replaces {@link db} with a fresh copy of the snapshot. Call it between
+   * tests, with no Prisma transaction open. The old instance closes in the
+   * background.
+   */
+  async reset(): Promise<void> {
+    this.#check()
+    await this.#background
+    const next = this.#next ? await this.#next : await this.#template.restore()
+    this.#next = undefined
+    const old = this.#current
+    this.#current = next
+    // Closing the old copy and starting the next one each block for a few
+    // milliseconds (a checkpoint, a memory copy): after this call returns.
+    this.#background = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.#retire(old)
+      this.#makeNext()
+    })
+  }
+
+  /**
+   * Resolves when the copy for the next {@link reset} is made, so that the
+   * reset is a swap (the copy is made in the background after each reset).
+   */
+  async ready(): Promise<void> {
+    await this.#background
+    await this.#next?.catch(() => {})
+  }
+
+  /** Makes the current contents what {@link reset} returns to (after seeding in a `beforeAll`, say). */
+  async snapshot(): Promise<void> {
+    this.#check()
+    await this.#background
+    const template = await DatabaseSnapshot.take(this.#current)
+    const old = this.#template
+    this.#template = template
+    await this.#discardNext()
+    this.#makeNext()
+    await old.close()
+  }
+
+  /** Closes every instance. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    await this.#background
+    this.#closed = true
+    await this.#discardNext()
+    this.#retire(this.#current)
+    await Promise.all([...this.#closing, this.#template.close()])
+  }
+
+  #check(): void {
+    if (this.#closed) throw new Error('the TestDatabase is closed')
+  }
+
+  #makeNext(): void {
+    if (!this.#prepareNext || this.#closed) return
+    const next = this.#template.restore()
+    // A failed background copy is made again, and reported, by the next reset.
+    next.catch(() => {
+      if (this.#next === next) this.#next = undefined
+    })
+    this.#next = next
+  }
+
+  async #discardNext(): Promise<void> {
+    const next = this.#next
+    this.#next = undefined
+    if (next) await next.then((db) => db.close(), () => {})
+  }
+
+  #retire(db: PGlite): void {
+    const closing = db.close().catch(() => {})
+    this.#closing.add(closing)
+    void closing.finally(() => this.#closing.delete(closing))
+  }
+}

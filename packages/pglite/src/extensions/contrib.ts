@@ -1,0 +1,166 @@
+/**
+ * PostgreSQL contrib modules from the engine package's bundles
+ * (`<dist>/<bundle>.tar.gz`, wasm-abi.md §8): their files are put into the
+ * module's file system before Postgres starts, the side modules compiled and
+ * instantiated ahead, so `CREATE EXTENSION` (or `LOAD`) finds them ready.
+ */
+import { locateEngine } from '../engine/assets.js'
+import type { PostgresModule } from '../engine/emscripten.js'
+import { PG_ROOT } from '../engine/module.js'
+import type { TreeEntry } from '../engine/pgdata-tree.js'
+import { EngineError } from '../errors.js'
+import { gunzip } from '../fs/gzip.js'
+import { unpackTar } from '../fs/tar.js'
+
+/**
+ * A contrib module to install into the instance, for the `extensions` option
+ * (see `@pgwasm/pglite/contrib` for one per bundle the engine ships). It adds
+ * no `db[key]` namespace; its SQL objects appear with `CREATE EXTENSION`.
+ */
+export interface ContribExtension {
+  /** The extension's name, as `CREATE EXTENSION` spells it. */
+  readonly name: string
+  /** The engine bundle holding it: `<bundle>.tar.gz` in `@electric-sql/pglite`'s dist. */
+  readonly bundle: string
+  /**
+   * A bundle file elsewhere (a path or `file:` URL), for a bundle built for
+   * the same engine outside its package; `bundle` then only names it.
+   */
+  readonly bundlePath?: string | URL
+  /** Libraries Postgres must load at start (`shared_preload_libraries`), e.g. pg_stat_statements. */
+  readonly sharedPreloadLibraries?: readonly string[]
+}
+
+/** Whether an `extensions` entry is a contrib bundle (it has `bundle` and no `setup`). */
+export function isContribExtension(value: unknown): value is ContribExtension {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { bundle?: unknown }).bundle === 'string' &&
+    typeof (value as { setup?: unknown }).setup !== 'function'
+  )
+}
+
+/** The contrib entries of an `extensions` map, in key order. */
+export function contribExtensions(extensions: Readonly<Record<string, unknown>> | undefined): ContribExtension[] {
+  return extensions ? Object.values(extensions).filter(isContribExtension) : []
+}
+
+/**
+ * Adds the contrib modules' `shared_preload_libraries` to the start
+ * arguments, merged with one the caller set (Postgres keeps only the last
+ * `-c` of a name, so appending a second would drop the caller's).
+ */
+export function withPreloadLibraries(args: string[], contrib: readonly ContribExtension[]): string[] {
+  const wanted = contrib.flatMap((c) => c.sharedPreloadLibraries ?? [])
+  if (wanted.length === 0) return args
+  const out = [...args]
+  const at = out.findLastIndex((arg, i) => i > 0 && out[i - 1] === '-c' && arg.startsWith('shared_preload_libraries='))
+  const current = at < 0 ? [] : out[at]!.slice('shared_preload_libraries='.length).split(',').map((s) => s.trim()).filter(Boolean)
+  const merged = [...new Set([...current, ...wanted])].join(',')
+  if (at < 0) out.push('-c', `shared_preload_libraries=${merged}`)
+  else out[at] = `shared_preload_libraries=${merged}`
+  return out
+}
+
+const BUNDLE_NAME = /^[A-Za-z0-9_-]+$/
+
+/** Unpacked bundles by file, once per process: every instance reads the same files. */
+const bundles = new Map<string, Promise<TreeEntry[]>>()
+
+async function bundleFile(extension: ContribExtension): Promise<string> {
+  if (extension.bundlePath !== undefined) {
+    const { fileURLToPath } = await import('node:url')
+    const path = extension.bundlePath
+    return path instanceof URL || path.startsWith('file:') ? fileURLToPath(path) : path
+  }
+  // The name becomes a file name: refuse anything that could leave dist/.
+  if (!BUNDLE_NAME.test(extension.bundle)) {
+    throw new EngineError(`contrib bundle name ${JSON.stringify(extension.bundle)} is not a bundle name`, { code: 'ASSET_MISSING' })
+  }
+  const [{ join }, { dist }] = await Promise.all([import('node:path'), locateEngine()])
+  return join(dist, `${extension.bundle}.tar.gz`)
+}
+
+async function readBundle(extension: ContribExtension): Promise<TreeEntry[]> {
+  const file = await bundleFile(extension)
+  let read = bundles.get(file)
+  if (!read) {
+    read = loadBundle(extension.bundle, file)
+    bundles.set(file, read)
+    read.catch(() => bundles.delete(file))
+  }
+  return read
+}
+
+async function loadBundle(bundle: string, file: string): Promise<TreeEntry[]> {
+  const { readFile } = await import('node:fs/promises')
+  let packed: Uint8Array
+  try {
+    packed = await readFile(file)
+  } catch (cause) {
+    throw new EngineError(`contrib bundle ${bundle} cannot be read from ${file}`, { code: 'ASSET_MISSING', cause })
+  }
+  // Sorted: a side module preloaded before one that links against it (wasm-abi.md §8.2).
+  return unpackTar(await gunzip(packed)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+}
+
+/** The part of the glue's FS this needs beyond {@link PostgresModule}'s. */
+interface PreloadFs {
+  createPreloadedFile(
+    parent: string,
+    name: string,
+    data: Uint8Array,
+    canRead: boolean,
+    canWrite: boolean,
+    onload: () => void,
+    onerror: (err: unknown) => void,
+    dontCreateFile: boolean,
+  ): void
+}
+
+/**
+ * Writes the bundles' files under `/pglite` and compiles their side modules.
+ * Runs after the module's runtime is up and before `callMain`, so libraries
+ * in `shared_preload_libraries` are there when Postgres starts. Each side
+ * module is instantiated here, which grows the function table: the backend
+ * then reports itself not snapshotable, as it must (its memory refers to
+ * modules a blank module would lack).
+ */
+export async function installContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
+  const trees = await Promise.all(contrib.map(readBundle))
+  const fs = mod.FS
+  const preloads: Promise<void>[] = []
+  const written = new Set<string>()
+  for (const tree of trees) {
+    for (const entry of tree) {
+      const path = `${PG_ROOT}/${entry.path}`
+      if (written.has(path) || entry.path.split('/').some((part) => part.startsWith('.'))) continue
+      written.add(path)
+      if (!entry.data) {
+        fs.mkdirTree(path)
+        continue
+      }
+      const slash = path.lastIndexOf('/')
+      const dir = path.slice(0, slash)
+      fs.mkdirTree(dir)
+      if (path.endsWith('.so')) preloads.push(preload(mod, dir, path.slice(slash + 1), entry.data))
+      else fs.writeFile(path, entry.data)
+    }
+  }
+  await Promise.all(preloads)
+}
+
+function preload(mod: PostgresModule, dir: string, name: string, data: Uint8Array): Promise<void> {
+  const fs = mod.FS as unknown as PreloadFs & PostgresModule['FS']
+  // The glue may keep the array (canOwn): hand it a copy, never the cached bundle.
+  const bytes = new Uint8Array(data)
+  return new Promise<void>((resolve) => {
+    fs.createPreloadedFile(dir, name, bytes, true, true, resolve, () => {
+      // A module that failed to precompile is still loadable: dlopen then
+      // compiles it synchronously (wasm-abi.md §8.2).
+      if (!fs.analyzePath(`${dir}/${name}`).exists) fs.writeFile(`${dir}/${name}`, bytes)
+      resolve()
+    }, false)
+  })
+}

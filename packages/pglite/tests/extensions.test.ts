@@ -1,0 +1,342 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import * as contrib from '../src/contrib.js'
+import type { ContribExtension } from '../src/contrib.js'
+import { live } from '../src/live.js'
+import { PGlite } from '../src/index.js'
+
+/** Every bundle once (the spi aliases share `spi`): one boot serves every check below. */
+const bundles: Record<string, ContribExtension> = Object.fromEntries(
+  Object.entries(contrib).filter(([key]) => !['autoinc', 'insert_username', 'moddatetime', 'refint'].includes(key)),
+)
+
+let db: PGlite
+
+beforeAll(async () => {
+  db = await PGlite.create({ extensions: bundles })
+})
+
+afterAll(async () => {
+  await db?.close()
+})
+
+/** Rows of the last statement of `sql`. */
+async function rows(sql: string): Promise<unknown[]> {
+  const results = await db.exec(sql)
+  return results[results.length - 1]!.rows
+}
+
+async function value(sql: string): Promise<unknown> {
+  const [row] = (await rows(sql)) as Record<string, unknown>[]
+  return row ? Object.values(row)[0] : undefined
+}
+
+describe('the contrib bundles', () => {
+  it('covers every bundle in the engine package', async () => {
+    const { readdirSync } = await import('node:fs')
+    const { locateEngine } = await import('../src/engine/assets.js')
+    const shipped = readdirSync((await locateEngine()).dist)
+      .filter((f) => f.endsWith('.tar.gz'))
+      .map((f) => f.slice(0, -'.tar.gz'.length))
+      .sort()
+    expect(Object.values(bundles).map((b) => b.bundle).sort()).toEqual(shipped)
+  })
+})
+
+describe('each contrib extension works after CREATE EXTENSION', () => {
+  it("amcheck: bt_index_check finds a fresh primary key index sound", async () => {
+    expect(
+      await value(`create extension amcheck; create table ac (a int primary key); insert into ac select generate_series(1, 1000);
+        select bt_index_check('ac_pkey'::regclass)::text`),
+    ).toBe('')
+  })
+
+  it("auto_explain: LOAD adds its settings", async () => {
+    expect(await value(`load 'auto_explain'; show auto_explain.log_min_duration`)).toBe('-1')
+  })
+
+  it('bloom: an index USING bloom is created', async () => {
+    expect(
+      await value(`create extension bloom; create table bl (a int, b int); insert into bl select g, g from generate_series(1, 100) g;
+        create index bl_idx on bl using bloom (a, b);
+        select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'bl_idx'`),
+    ).toBe('bloom')
+  })
+
+  it('btree_gin: an int column gets a GIN index', async () => {
+    expect(
+      await value(`create extension btree_gin; create table bg (a int); create index bg_idx on bg using gin (a);
+        select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'bg_idx'`),
+    ).toBe('gin')
+  })
+
+  it('btree_gist: an exclusion constraint on = and && rejects an overlap', async () => {
+    await db.exec(`create extension btree_gist;
+      create table booking (room int, during tstzrange, exclude using gist (room with =, during with &&));
+      insert into booking values (1, '[2020-01-01, 2020-02-01)'), (2, '[2020-01-01, 2020-02-01)')`)
+    await expect(db.exec(`insert into booking values (1, '[2020-01-15, 2020-03-01)')`)).rejects.toThrow(/violates exclusion constraint/)
+  })
+
+  it('citext: comparison ignores case', async () => {
+    expect(await value(`create extension citext; select 'Hello'::citext = 'hELLO'::citext`)).toBe(true)
+  })
+
+  it('cube: cube_distance is Euclidean', async () => {
+    expect(await value(`create extension cube; select cube_distance('(0,0)'::cube, '(3,4)'::cube)`)).toBe(5)
+  })
+
+  it('dict_int: intdict shortens long integers', async () => {
+    expect(await value(`create extension dict_int; select ts_lexize('intdict', '12345678')`)).toEqual(['123456'])
+  })
+
+  it('dict_xsyn: xsyn finds synonyms in its sample rules', async () => {
+    expect(
+      await value(`create extension dict_xsyn;
+        alter text search dictionary xsyn (rules = 'xsyn_sample', keeporig = false, matchsynonyms = true);
+        select ts_lexize('xsyn', 'supernova')`),
+    ).toEqual(['sn', 'sne', '1987a'])
+  })
+
+  it('earthdistance: one degree of longitude on the equator is about 111 km', async () => {
+    expect(await value(`create extension if not exists earthdistance cascade; select round(earth_distance(ll_to_earth(0, 0), ll_to_earth(0, 1)))`)).toBe(111320)
+  })
+
+  it("file_fdw: a foreign table reads a file of the engine's file system", async () => {
+    expect(
+      await value(`create extension file_fdw; create server files foreign data wrapper file_fdw;
+        create foreign table pg_version_file (v text) server files options (filename '/pglite/data/PG_VERSION');
+        select v from pg_version_file`),
+    ).toBe('18')
+  })
+
+  it('fuzzystrmatch: levenshtein counts edits', async () => {
+    expect(await value(`create extension fuzzystrmatch; select levenshtein('kitten', 'sitting')`)).toBe(3)
+  })
+
+  it('hstore: -> reads a key', async () => {
+    expect(await value(`create extension hstore; select 'a=>1, b=>2'::hstore -> 'b'`)).toBe('2')
+  })
+
+  it('intarray: & intersects integer arrays', async () => {
+    expect(await value(`create extension intarray; select '{1,2,3}'::int[] & '{2,3,4}'::int[]`)).toEqual([2, 3])
+  })
+
+  it('isn: isbn13 accepts a valid ISBN and rejects a wrong check digit', async () => {
+    expect(await value(`create extension isn; select isbn13('978-0-306-40615-7')::text`)).toBe('978-0-306-40615-7')
+    await expect(db.exec(`select isbn13('978-0-306-40615-6')`)).rejects.toThrow(/invalid check digit/)
+  })
+
+  it('lo: lo_manage is available as a trigger function for lo columns', async () => {
+    expect(
+      await value(`create extension lo; create table image (id int, raster lo);
+        create trigger image_raster before update or delete on image for each row execute function lo_manage(raster);
+        insert into image values (1, lo_create(0)); select count(*)::int from pg_largeobject_metadata`),
+    ).toBe(1)
+  })
+
+  it('ltree: @> tests ancestry', async () => {
+    expect(await value(`create extension ltree; select 'top.science'::ltree @> 'top.science.astronomy'::ltree`)).toBe(true)
+  })
+
+  it('pageinspect: page_header reads a heap page', async () => {
+    expect(
+      await value(`create extension pageinspect; create table pi (a int); insert into pi values (1);
+        select (page_header(get_raw_page('pi', 0))).lower > 24`),
+    ).toBe(true)
+  })
+
+  it('passwordcheck: LOAD makes short passwords fail', async () => {
+    await expect(db.exec(`load 'passwordcheck'; create role weak password 'abc'`)).rejects.toThrow(/password is too short/)
+  })
+
+  it('pg_buffercache: the view lists buffers in use', async () => {
+    expect(await value(`create extension pg_buffercache; select count(*) > 0 from pg_buffercache where relfilenode is not null`)).toBe(true)
+  })
+
+  it('pg_freespacemap: pg_freespace reports free space after VACUUM', async () => {
+    await db.exec(`create extension pg_freespacemap; create table fs (a int); insert into fs select generate_series(1, 1000)`)
+    await db.exec('vacuum fs')
+    expect(await value(`select sum(avail) > 0 from pg_freespace('fs')`)).toBe(true)
+  })
+
+  it('pg_logicalinspect: its snapshot functions are created', async () => {
+    expect(
+      await value(`create extension pg_logicalinspect; select count(*)::int from pg_proc where proname in ('pg_get_logical_snapshot_info', 'pg_get_logical_snapshot_meta')`),
+    ).toBe(2)
+  })
+
+  it('pg_overexplain: LOAD adds EXPLAIN (DEBUG)', async () => {
+    const plan = (await rows(`load 'pg_overexplain'; explain (debug) select 1`)) as { 'QUERY PLAN': string }[]
+    expect(plan.map((r) => r['QUERY PLAN'])).toContain('PlannedStmt:')
+  })
+
+  it('pg_stat_statements: preloaded at start, it counts statements', async () => {
+    expect(
+      await value(`create extension pg_stat_statements; select 4242; select sum(calls)::int from pg_stat_statements where query = 'select $1'`),
+    ).toBeGreaterThanOrEqual(1)
+  })
+
+  it('pg_surgery: heap_force_kill removes a tuple', async () => {
+    expect(
+      await value(`create extension pg_surgery; create table sg (a int); insert into sg values (1), (2);
+        select heap_force_kill('sg'::regclass, array['(0,1)']::tid[]); select count(*)::int from sg`),
+    ).toBe(1)
+  })
+
+  it('pg_trgm: similarity of word and words', async () => {
+    expect(await value(`create extension pg_trgm; select similarity('word', 'words')`)).toBeCloseTo(0.5714286, 6)
+  })
+
+  it('pg_visibility: pg_visibility_map has a row per heap block', async () => {
+    expect(
+      await value(`create extension pg_visibility; create table vm (a int); insert into vm select generate_series(1, 1000);
+        select count(*)::int from pg_visibility_map('vm')`),
+    ).toBe(5)
+  })
+
+  it('pg_walinspect: the WAL since the last checkpoint holds its record', async () => {
+    await db.exec('create extension pg_walinspect')
+    await db.exec('checkpoint')
+    expect(
+      await value(`select bool_or(record_type = 'CHECKPOINT_ONLINE')
+        from pg_get_wal_records_info((select redo_lsn from pg_control_checkpoint()), pg_current_wal_flush_lsn())`),
+    ).toBe(true)
+  })
+
+  it("pgcrypto: digest('abc', 'sha256') is the SHA-256 of abc", async () => {
+    expect(await value(`create extension pgcrypto; select encode(digest('abc', 'sha256'), 'hex')`)).toBe(
+      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    )
+  })
+
+  it('pgcrypto: crypt with a bcrypt salt verifies the password', async () => {
+    expect(
+      await value(`create extension if not exists pgcrypto;
+        select h = crypt('secret', h) and h <> crypt('other', h) from (select crypt('secret', gen_salt('bf', 4)) as h) s`),
+    ).toBe(true)
+  })
+
+  it('seg: @> tests interval containment', async () => {
+    expect(await value(`create extension seg; select '1 .. 5'::seg @> '2 .. 3'::seg`)).toBe(true)
+  })
+
+  it('spi (moddatetime): the trigger stamps the modification time', async () => {
+    expect(
+      await value(`create extension moddatetime; create table md (id int, changed timestamptz);
+        create trigger md_changed before update on md for each row execute procedure moddatetime(changed);
+        insert into md values (1, '2000-01-01'); update md set id = 2; select changed > '2001-01-01' from md`),
+    ).toBe(true)
+  })
+
+  it('spi: autoinc, insert_username and refint come from the same bundle', async () => {
+    expect(
+      await value(`create extension autoinc; create extension insert_username; create extension refint;
+        select count(*)::int from pg_extension where extname in ('autoinc', 'insert_username', 'refint')`),
+    ).toBe(3)
+  })
+
+  it('tablefunc: normal_rand returns the rows asked for', async () => {
+    expect(await value(`create extension tablefunc; select count(*)::int from normal_rand(10, 0, 1)`)).toBe(10)
+  })
+
+  it('tablefunc: crosstab pivots rows into columns', async () => {
+    expect(
+      await rows(`create extension if not exists tablefunc;
+        select * from crosstab($$select r, c, v from (values ('a', 'x', 1), ('a', 'y', 2), ('b', 'x', 3)) t (r, c, v) order by 1, 2$$,
+          $$values ('x'), ('y')$$) as ct (r text, x int, y int) order by r`),
+    ).toEqual([
+      { r: 'a', x: 1, y: 2 },
+      { r: 'b', x: 3, y: null },
+    ])
+  })
+
+  it('tcn: triggered_change_notification sends a NOTIFY per change', async () => {
+    const payloads: string[] = []
+    await db.exec(`create extension tcn; create table tn (id int primary key);
+      create trigger tn_notify after insert on tn for each row execute function triggered_change_notification()`)
+    const unlisten = await db.listen('tcn', (payload) => payloads.push(payload))
+    await db.exec('insert into tn values (7)')
+    await unlisten()
+    expect(payloads).toEqual([`"tn",I,"id"='7'`])
+  })
+
+  it('tsm_system_rows: TABLESAMPLE SYSTEM_ROWS returns that many rows', async () => {
+    expect(
+      await value(`create extension tsm_system_rows; create table sr (a int); insert into sr select generate_series(1, 1000);
+        select count(*)::int from sr tablesample system_rows(5)`),
+    ).toBe(5)
+  })
+
+  it('tsm_system_time: TABLESAMPLE SYSTEM_TIME reads a small table whole within its time', async () => {
+    expect(
+      await value(`create extension tsm_system_time; create table st (a int); insert into st select generate_series(1, 1000);
+        select count(*)::int from st tablesample system_time(10000)`),
+    ).toBe(1000)
+  })
+
+  it("unaccent: unaccent('Hôtel') is Hotel", async () => {
+    expect(await value(`create extension unaccent; select unaccent('Hôtel')`)).toBe('Hotel')
+  })
+
+  it('uuid-ossp: uuid_generate_v4 has the version 4 format', async () => {
+    expect(await value(`create extension "uuid-ossp"; select uuid_generate_v4()::text`)).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    )
+  })
+
+  it('uuid-ossp: uuid_generate_v5 is the standard name-based UUID', async () => {
+    expect(await value(`create extension if not exists "uuid-ossp"; select uuid_generate_v5(uuid_ns_url(), 'http://example.com')::text`)).toBe(
+      '8c9ddcb0-8084-5a7f-a988-1095ab18b5df',
+    )
+  })
+})
+
+describe('contrib extensions and the instance', () => {
+  it('a plain instance has no contrib files, even after one with them started', async () => {
+    const plain = await PGlite.create()
+    try {
+      await expect(plain.exec('create extension pgcrypto')).rejects.toThrow(/extension "pgcrypto" is not available/)
+    } finally {
+      await plain.close()
+    }
+  })
+
+  it('a clone keeps the extension working', async () => {
+    await db.exec('create extension if not exists pgcrypto')
+    const copy = await db.clone()
+    try {
+      expect((await copy.query(`select encode(digest('abc', 'sha256'), 'hex') as h`)).rows).toEqual([
+        { h: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' },
+      ])
+    } finally {
+      await copy.close()
+    }
+  })
+
+  it('contrib modules and add-ons such as live share the extensions option', async () => {
+    const mixed = await PGlite.create({ extensions: { live, pgcrypto: contrib.pgcrypto } })
+    try {
+      expect(typeof mixed.live.query).toBe('function')
+      expect(Object.keys(mixed)).not.toContain('pgcrypto')
+      await mixed.exec('create extension pgcrypto')
+      expect((await mixed.query(`select encode(digest('', 'sha1'), 'hex') as h`)).rows).toEqual([{ h: 'da39a3ee5e6b4b0d3255bfef95601890afd80709' }])
+    } finally {
+      await mixed.close()
+    }
+  })
+
+  it("adds preloaded libraries to the caller's shared_preload_libraries", async () => {
+    const db2 = await PGlite.create({
+      extensions: { auto_explain: contrib.auto_explain, pg_stat_statements: contrib.pg_stat_statements },
+      postgresqlConf: { shared_preload_libraries: 'auto_explain' },
+    })
+    try {
+      expect((await db2.query('show shared_preload_libraries')).rows).toEqual([{ shared_preload_libraries: 'auto_explain,pg_stat_statements' }])
+    } finally {
+      await db2.close()
+    }
+  })
+
+  it('refuses a bundle name that is a path', async () => {
+    await expect(PGlite.create({ extensions: { bad: { name: 'bad', bundle: '../pglite' } } })).rejects.toMatchObject({ code: 'ASSET_MISSING' })
+  })
+})
