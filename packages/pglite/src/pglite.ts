@@ -292,7 +292,7 @@ export class PGlite implements AsyncDisposable {
           Array.isArray(value) ? serializeArray(value, element, delim) : String(value)
       }
     }
-    runner.cache.clear()
+    runner.parsersChanged()
   }
 
   #afterExec(collector: ResultCollector, options: QueryOptions | undefined): void {

@@ -80,8 +80,24 @@ export class QueryRunner {
     return collector
   }
 
+  /** Merged tables by per-query `parsers` object: merging 300+ entries on every call cost more than the query. */
+  #mergedParsers = new WeakMap<Record<number, Parser>, Record<number, Parser>>()
+
+  /** The instance's parsers changed (array types added): rebuild merged tables and row shapes. */
+  parsersChanged(): void {
+    this.#mergedParsers = new WeakMap()
+    this.cache.clear()
+  }
+
   #parsersFor(options: QueryOptions | undefined): Record<number, Parser> {
-    return options?.parsers ? { ...this.parsers, ...options.parsers } : this.parsers
+    const own = options?.parsers
+    if (!own) return this.parsers
+    let merged = this.#mergedParsers.get(own)
+    if (!merged) {
+      merged = { ...this.parsers, ...own }
+      this.#mergedParsers.set(own, merged)
+    }
+    return merged
   }
 
   /** One statement through the extended protocol, prepared once per SQL text. */
