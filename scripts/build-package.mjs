@@ -6,10 +6,11 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 
 const root = resolve(process.argv[2] ?? '.')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-const { entries = ['index'], cjs = ['index'], bin = [] } = pkg.build ?? {}
+const { entries = ['index'], cjs = ['index'], bin = [], browser } = pkg.build ?? {}
 const dist = join(root, 'dist')
 rmSync(dist, { recursive: true, force: true })
 
@@ -47,6 +48,12 @@ for (const name of bin) {
   const code = readFileSync(file, 'utf8')
   if (!code.startsWith('#!')) writeFileSync(file, `#!/usr/bin/env node\n${code}`)
   chmodSync(file, 0o755)
+}
+
+// A package with a browser build names its script and the entries it covers.
+if (browser) {
+  const { default: buildBrowser } = await import(pathToFileURL(join(root, browser.script)).href)
+  await buildBrowser({ root, dist, entries: browser.entries })
 }
 
 const require = createRequire(import.meta.url)

@@ -83,6 +83,8 @@ export type EngineErrorCode =
   | 'ASSET_MISSING'
   | 'DATA_DIR_IN_USE'
   | 'BAD_DATA_DIR'
+  /** A browser data directory (`idb://`) could not be written; the instance stays open, the write may be lost. */
+  | 'PERSIST_FAILED'
 
 /**
  * The WASM engine trapped, exited or failed to start. After an `ENGINE_ABORT`

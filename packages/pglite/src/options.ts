@@ -73,6 +73,14 @@ export interface PGliteOptions {
    */
   relaxedDurability?: boolean
   /**
+   * Browser build only: load the engine files (`pglite.wasm`, `pglite.data`,
+   * `initdb.wasm`, `template.tar.gz`, shipped in `dist/browser/assets/`) from
+   * this base URL instead of the copies embedded in the bundle, e.g. to let
+   * the browser cache them separately. A missing, truncated or mis-served
+   * file rejects `create()` with an EngineError naming the URL.
+   */
+  assetBaseUrl?: string
+  /**
    * Extensions by key: add-ons set up when the database is ready (each
    * `namespaceObj` becomes `db[key]`), and contrib modules from
    * `@pgwasm/pglite/contrib`, installed before Postgres starts so that
@@ -106,6 +114,13 @@ const BASE_ARGS: readonly string[] = [
   '-c', 'io_method=sync',
   '-c', 'max_parallel_maintenance_workers=0',
 ]
+
+/**
+ * An `idb://` database runs on an in-memory file system whose writes are
+ * journaled to IndexedDB after each commit: fsync is moot there, but a commit
+ * record must be written before the query returns (no synchronous_commit=off).
+ */
+export const IDB_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off']
 
 /** Nothing of an in-memory database outlives the process: durability work is waste. */
 const MEMORY_ARGS: readonly string[] = ['-F', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']

@@ -18,7 +18,8 @@ import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
-import { startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
+import { IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
+import type { IdbPersistence } from './fs/idb-persistence.js'
 import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries } from './extensions/contrib.js'
 import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
@@ -107,6 +108,8 @@ export class PGlite implements AsyncDisposable {
   #backend: Backend | undefined
   #runner: QueryRunner | undefined
   #releaseDir: (() => Promise<void>) | undefined
+  /** An `idb://` database's writer to IndexedDB. */
+  #persistence: IdbPersistence | undefined
   #ready = false
   #closing = false
   #closed = false
@@ -155,12 +158,12 @@ export class PGlite implements AsyncDisposable {
     const templateOptions = { initdbArgs: opts.initdbArgs, cacheDir: opts.templateCacheDir }
     const username = opts.username ?? 'postgres'
     const database = opts.database ?? 'postgres'
-    const assetsLoading = loadAssets()
+    const assetsLoading = loadAssets({ assetBaseUrl: opts.assetBaseUrl })
     // Contrib side modules are instantiated before Postgres starts: such a
     // backend can neither come from nor leave a start-up snapshot.
     const contrib = contribExtensions(opts.extensions)
     const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
-    if (spec.kind === 'memory' && !opts.loadDataTree && !opts.cloneOf && opts.initialMemory === undefined && !bootOnly) {
+    if (spec.kind === 'memory' && opts.assetBaseUrl === undefined && !opts.loadDataTree && !opts.cloneOf && opts.initialMemory === undefined && !bootOnly) {
       // Read a cached snapshot while the engine compiles.
       const { engineVersion } = await locateEngine()
       void prefetchSnapshot({
@@ -177,7 +180,24 @@ export class PGlite implements AsyncDisposable {
     ])
     const loadTree = opts.loadDataTree ?? loadedTree
     let mount: DataDirMount
-    if (opts.cloneOf) {
+    if (spec.kind === 'idb') {
+      const { IdbPersistence } = await import('./fs/idb-persistence.js')
+      const opened = await IdbPersistence.open(spec.name, {
+        relaxed: opts.relaxedDurability === true,
+        engineVersion: assets.engineVersion,
+        create: async () => loadTree ?? (await getTemplate(assets, templateOptions)),
+      })
+      if (loadTree && !opened.created) {
+        await opened.persistence.close()
+        throw new EngineError(`loadDataDir: idb://${spec.name} already holds a database; load into a new name`, { code: 'BAD_DATA_DIR' })
+      }
+      this.#persistence = opened.persistence
+      this.#releaseDir = async () => {
+        this.#persistence = undefined
+        await opened.persistence.close()
+      }
+      mount = { kind: 'memory', tree: opened.tree }
+    } else if (opts.cloneOf) {
       mount = { kind: 'memory', tree: [] }
     } else if (loadTree && spec.kind === 'memory') {
       mount = { kind: 'memory', tree: loadTree }
@@ -217,13 +237,17 @@ export class PGlite implements AsyncDisposable {
           mount,
           username,
           database,
-          startArgs: withPreloadLibraries(startArgsFor(opts, mount.kind === 'memory'), contrib),
+          startArgs: withPreloadLibraries(
+            spec.kind === 'idb' && !opts.startParams ? [...startArgsFor(opts, false), ...IDB_ARGS] : startArgsFor(opts, mount.kind === 'memory'),
+            contrib,
+          ),
           initialMemory: opts.initialMemory,
           onLog,
           prepare: contrib.length > 0 ? (mod: PostgresModule) => installContrib(mod, contrib) : undefined,
+          afterMount: this.#persistence ? (mod: PostgresModule) => this.#persistence?.attach(mod) : undefined,
         }
         backend =
-          mount.kind === 'memory' && !loadTree && !bootOnly
+          mount.kind === 'memory' && !loadTree && !bootOnly && spec.kind === 'memory'
             ? await startInMemory(assets, {
                 ...backendOptions,
                 treeKey: templateKey(assets, templateOptions),
@@ -323,9 +347,13 @@ export class PGlite implements AsyncDisposable {
     return this.#queue.run(async () => {
       if (this.#closed) throw backend.deadError ?? new ClosedError()
       try {
-        return await job(backend, runner)
+        const out = await job(backend, runner)
+        // A commit is in IndexedDB before its promise resolves (idb:// only).
+        if (this.#persistence && !backend.inTransaction) await this.#persistence.flush()
+        return out
       } catch (err) {
         if (backend.deadError) this.#markDead()
+        else if (this.#persistence && !backend.inTransaction) await this.#persistence.flush()
         throw err
       }
     })

@@ -41,6 +41,8 @@ export interface BackendOptions {
    * side modules loaded here make it unsnapshotable.
    */
   readonly prepare?: (mod: PostgresModule) => Promise<void>
+  /** Runs once the data directory is in place, before Postgres starts (e.g. to journal its changes). */
+  readonly afterMount?: (mod: PostgresModule) => void
 }
 
 /** `callMain` returns this when the backend is up and waiting (wasm-abi.md §5.3). */
@@ -230,6 +232,7 @@ export class Backend {
     try {
       if (options.prepare) await options.prepare(mod)
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
+      options.afterMount?.(mod)
       mod._pgl_setPGliteActive(1)
       let status: number
       try {

@@ -46,6 +46,10 @@ async function loadOrBuild(
   args: readonly string[],
   cacheDirOption: string | false | undefined,
 ): Promise<DataTree> {
+  if (args.length === 0 && assets.bundledTemplate) {
+    const { gunzip } = await import('../fs/gzip.js')
+    return unpackTar(await gunzip(await assets.bundledTemplate()))
+  }
   if (cacheDirOption === false || !isNode()) return runInitdb(assets, args)
   const disk = await import('./template-disk.js')
   const dir = cacheDirOption ?? (await disk.defaultCacheDir())

@@ -1,0 +1,87 @@
+// The browser build of @pgwasm/pglite (dist/browser/): ESM for
+// `platform: browser`, no `node:` import left, the engine files embedded
+// (gzipped, base64) and also copied to dist/browser/assets/ for `assetBaseUrl`.
+import { build } from 'esbuild'
+import { execFileSync } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+
+/** @param {{ root: string, dist: string, entries: string[] }} o */
+export default async function buildBrowser({ root, dist, entries }) {
+  const out = join(dist, 'browser')
+  const work = mkdtempSync(join(tmpdir(), 'pgwasm-browser-build-'))
+  try {
+    const require = createRequire(join(root, 'package.json'))
+    const engineDist = dirname(require.resolve('@electric-sql/pglite/pglite.wasm'))
+
+    // The default template, made by our own initdb path in Node.
+    // Beside the package, so that it resolves the package's dependencies.
+    const maker = join(dist, '.make-template.mjs')
+    await build({ entryPoints: [join(root, 'scripts', 'make-template.ts')], bundle: true, platform: 'node', format: 'esm', outfile: maker, packages: 'external', logLevel: 'warning' })
+    const templateFile = join(work, 'template.tar.gz')
+    const made = execFileSync(process.execPath, [maker, templateFile], { cwd: root, encoding: 'utf8' })
+    rmSync(maker)
+    const { engineVersion } = JSON.parse(made.trim().split('\n').pop())
+
+    const assetDir = join(out, 'assets')
+    mkdirSync(assetDir, { recursive: true })
+    const files = { 'pglite.wasm': join(engineDist, 'pglite.wasm'), 'pglite.data': join(engineDist, 'pglite.data'), 'initdb.wasm': join(engineDist, 'initdb.wasm'), 'template.tar.gz': templateFile }
+    const sizes = {}
+    const gzipped = {}
+    for (const [name, file] of Object.entries(files)) {
+      copyFileSync(file, join(assetDir, name))
+      sizes[name] = statSync(file).size
+      const bytes = readFileSync(file)
+      gzipped[name] = (name.endsWith('.gz') ? bytes : gzipSync(bytes, { level: 9 })).toString('base64')
+    }
+    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\n`)
+    writeFileSync(join(work, 'embedded.js'), `export const gzipped = {\n${Object.entries(gzipped).map(([k, v]) => `  ${JSON.stringify(k)}: "${v}",`).join('\n')}\n}\n`)
+    // The glue reaches for node:module only when it runs in Node; bundlers
+    // would still try to resolve it, so that branch is cut out.
+    for (const glue of ['pglite', 'initdb']) {
+      const code = readFileSync(join(engineDist, `${glue}.js`), 'utf8')
+      const nodeImport = 'await(import("node:module"))'
+      if (!code.includes(nodeImport)) throw new Error(`${glue}.js: the node:module import to cut is not where it was; check the engine version`)
+      writeFileSync(join(work, `${glue}-glue.js`), code.replace(nodeImport, '({createRequire(){throw new Error("the browser build of pgwasm cannot run in Node")}})'))
+    }
+    const virtual = {
+      'pgwasm:engine-manifest': join(work, 'manifest.js'),
+      'pgwasm:engine-embedded': join(work, 'embedded.js'),
+      'pgwasm:postgres-glue': join(work, 'pglite-glue.js'),
+      'pgwasm:initdb-glue': join(work, 'initdb-glue.js'),
+    }
+    const nodeOnly = new Set(['./template-disk.js', './fs/node-dir.js'])
+    const browserPlugin = {
+      name: 'pgwasm-browser',
+      setup(b) {
+        b.onResolve({ filter: /^pgwasm:/ }, (a) => ({ path: virtual[a.path] }))
+        b.onResolve({ filter: /^node:/ }, (a) => ({ path: a.path, namespace: 'node-only' }))
+        b.onResolve({ filter: /^\.\/(template-disk|fs\/node-dir)\.js$/ }, (a) => (nodeOnly.has(a.path) ? { path: a.path, namespace: 'node-only' } : undefined))
+        b.onResolve({ filter: /^\.\/engine-files\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine-files.browser.ts') }))
+        // Reached only behind Node checks; an empty module keeps the import graph browser-clean.
+        b.onLoad({ filter: /.*/, namespace: 'node-only' }, () => ({ contents: 'export {}', loader: 'js' }))
+      },
+    }
+    await build({
+      entryPoints: Object.fromEntries(entries.map((n) => [n, join(root, 'src', `${n}.ts`)])),
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      target: 'es2022',
+      splitting: true,
+      // No maps: the embedded engine would double the package for nothing.
+      sourcemap: false,
+      outdir: out,
+      // The engine glue's eval is Emscripten's EM_ASM machinery, kept as it is.
+      logOverride: { 'direct-eval': 'silent' },
+      plugins: [browserPlugin],
+      inject: [join(root, 'scripts', 'buffer-shim.js')],
+      logLevel: 'warning',
+    })
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,107 @@
+import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
+import type { EngineFiles, EngineSource } from './engine-files.js'
+import { EngineError } from '../errors.js'
+import { gunzip } from '../fs/gzip.js'
+
+/**
+ * The browser build's engine files. They travel inside the bundle (gzipped,
+ * base64) so that a plain `esbuild --bundle --platform=browser` of an app
+ * needs no loader flags and no copied files; `assetBaseUrl` loads the same
+ * files from a server instead (streamed compile, cacheable by the browser).
+ * The build generates the virtual modules (scripts/build-browser.mjs).
+ */
+export type { EngineFiles, EngineSource } from './engine-files.js'
+
+export async function locateEngine(): Promise<{ dist: string; engineVersion: string }> {
+  const { engineVersion } = await import('pgwasm:engine-manifest')
+  return { dist: '', engineVersion }
+}
+
+type AssetName = 'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz'
+
+export async function readEngineFiles(source: EngineSource): Promise<EngineFiles> {
+  const manifest = await import('pgwasm:engine-manifest')
+  const fetchAsset = source.assetBaseUrl === undefined ? embedded : (name: AssetName) => fromUrl(source.assetBaseUrl!, name, manifest.sizes[name])
+  const [wasm, data, glue] = await Promise.all([
+    fetchAsset('pglite.wasm'),
+    fetchAsset('pglite.data'),
+    import('pgwasm:postgres-glue') as Promise<{ default: ModuleFactory<PostgresModule> }>,
+  ])
+  return {
+    pgliteWasm: await compile(wasm, 'pglite.wasm', source),
+    pgliteData: data.buffer.byteLength === data.byteLength ? (data.buffer as ArrayBuffer) : (data.slice().buffer as ArrayBuffer),
+    postgresFactory: glue.default,
+    engineVersion: manifest.engineVersion,
+    async initdb() {
+      const [bytes, initdbGlue] = await Promise.all([
+        fetchAsset('initdb.wasm'),
+        import('pgwasm:initdb-glue') as Promise<{ default: ModuleFactory<InitdbModule> }>,
+      ])
+      return { module: await compile(bytes, 'initdb.wasm', source), factory: initdbGlue.default }
+    },
+    async bundledTemplate() {
+      // Stays gzipped: the template loader unpacks it.
+      return source.assetBaseUrl === undefined
+        ? base64Bytes((await import('pgwasm:engine-embedded')).gzipped['template.tar.gz'])
+        : fromUrl(source.assetBaseUrl, 'template.tar.gz', manifest.sizes['template.tar.gz'])
+    },
+  }
+}
+
+async function embedded(name: AssetName): Promise<Uint8Array> {
+  const { gzipped } = await import('pgwasm:engine-embedded')
+  return gunzip(base64Bytes(gzipped[name]))
+}
+
+async function compile(bytes: Uint8Array, name: AssetName, source: EngineSource): Promise<WebAssembly.Module> {
+  try {
+    return await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>)
+  } catch (cause) {
+    const where = source.assetBaseUrl === undefined ? `the embedded ${name}` : assetUrl(source.assetBaseUrl, name)
+    throw new EngineError(`engine asset ${where} is not the engine's WebAssembly: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
+  }
+}
+
+function assetUrl(base: string, name: AssetName): string {
+  const root = typeof location === 'undefined' ? undefined : location.href
+  return new URL(name, new URL(base.endsWith('/') ? base : `${base}/`, root)).href
+}
+
+/** Fetches one asset; any failure names the URL and why, never hangs on a stalled server past the browser's own limits. */
+async function fromUrl(base: string, name: AssetName, expected: number): Promise<Uint8Array> {
+  const url = assetUrl(base, name)
+  let response: Response
+  try {
+    response = await fetch(url)
+  } catch (cause) {
+    throw new EngineError(`cannot load engine asset ${url}: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
+  }
+  if (!response.ok) {
+    throw new EngineError(`cannot load engine asset ${url}: HTTP ${response.status} ${response.statusText}`.trim(), { code: 'ASSET_MISSING' })
+  }
+  let bytes: Uint8Array
+  try {
+    bytes = new Uint8Array(await response.arrayBuffer())
+  } catch (cause) {
+    throw new EngineError(`cannot load engine asset ${url}: the download failed (${String(cause)})`, { code: 'ASSET_MISSING', cause })
+  }
+  if (bytes.byteLength !== expected) {
+    const type = response.headers.get('content-type') ?? 'no content-type'
+    throw new EngineError(
+      `engine asset ${url} is ${bytes.byteLength} bytes (${type}), this build expects ${expected}: truncated, or not the file of this version`,
+      { code: 'ASSET_MISSING' },
+    )
+  }
+  return bytes
+}
+
+type Base64Decoder = { fromBase64?: (text: string) => Uint8Array }
+
+function base64Bytes(text: string): Uint8Array {
+  const native = (Uint8Array as unknown as Base64Decoder).fromBase64
+  if (native) return native(text)
+  const binary = atob(text)
+  const out = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i)
+  return out
+}

@@ -1,0 +1,18 @@
+// Modules the browser build generates (scripts/build-browser.mjs); Node never imports them.
+declare module 'pgwasm:engine-manifest' {
+  export const engineVersion: string
+  /** Byte size of each asset as served (template gzipped, the others raw). */
+  export const sizes: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz', number>
+}
+declare module 'pgwasm:engine-embedded' {
+  /** Each asset gzipped, base64 (the template's gzip is the asset itself, base64 only). */
+  export const gzipped: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz', string>
+}
+declare module 'pgwasm:postgres-glue' {
+  const factory: unknown
+  export default factory
+}
+declare module 'pgwasm:initdb-glue' {
+  const factory: unknown
+  export default factory
+}

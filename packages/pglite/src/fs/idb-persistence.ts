@@ -1,0 +1,79 @@
+import type { PostgresModule } from '../engine/emscripten.js'
+import { MemfsJournal } from '../engine/memfs-journal.js'
+import { PGDATA } from '../engine/module.js'
+import type { DataTree } from '../engine/pgdata-tree.js'
+import { IdbStore } from './idb-store.js'
+
+/**
+ * Keeps an `idb://` database in IndexedDB: Postgres runs on MEMFS, a
+ * journal records what each request changed, and `flush()` stores only
+ * that. Default durability: a request's promise resolves after its changes
+ * are committed to IndexedDB; `relaxed`: the write is queued and the
+ * promise does not wait (a closed tab can lose the last commits, never
+ * corrupt the database: chunks of one flush are stored in one transaction).
+ */
+export class IdbPersistence {
+  readonly #store: IdbStore
+  readonly #relaxed: boolean
+  #journal: MemfsJournal | undefined
+  /** Relaxed mode's queued writes, in order. */
+  #pending: Promise<void> = Promise.resolve()
+  #failure: unknown
+
+  private constructor(store: IdbStore, relaxed: boolean) {
+    this.#store = store
+    this.#relaxed = relaxed
+  }
+
+  /**
+   * Opens the store (taking its lock) and returns the tree to start from:
+   * the stored one, or for a new database `create()`'s, stored first.
+   */
+  static async open(
+    name: string,
+    options: { relaxed: boolean; engineVersion: string; create: () => Promise<DataTree> },
+  ): Promise<{ persistence: IdbPersistence; tree: DataTree; created: boolean }> {
+    const store = await IdbStore.open(name)
+    try {
+      const stored = await store.load()
+      if (stored) return { persistence: new IdbPersistence(store, options.relaxed), tree: stored, created: false }
+      const tree = await options.create()
+      await store.create(tree, options.engineVersion)
+      return { persistence: new IdbPersistence(store, options.relaxed), tree, created: true }
+    } catch (err) {
+      store.close()
+      throw err
+    }
+  }
+
+  /** Starts journaling the mounted data directory (before Postgres starts). */
+  attach(mod: PostgresModule): void {
+    this.#journal = new MemfsJournal(mod, PGDATA)
+  }
+
+  /** Stores what changed since the last flush; `undefined` when there is nothing to wait for. */
+  flush(): Promise<void> | undefined {
+    const journal = this.#journal
+    if (!journal?.pending) return undefined
+    const changes = journal.take()
+    if (!this.#relaxed) return this.#store.apply(changes, 'strict')
+    this.#pending = this.#pending.then(() =>
+      this.#store.apply(changes, 'relaxed').catch((err: unknown) => {
+        this.#failure ??= err
+      }),
+    )
+    return undefined
+  }
+
+  /** Final flush (after the shutdown checkpoint), then closes the store and frees its lock. */
+  async close(): Promise<void> {
+    try {
+      await this.flush()
+      await this.#pending
+      if (this.#failure) throw this.#failure
+    } finally {
+      this.#journal = undefined
+      this.#store.close()
+    }
+  }
+}

@@ -1,0 +1,204 @@
+import { DataDirLockedError, EngineError, IncompatibleDataDirError } from '../errors.js'
+import { CHUNK_BYTES, type FsChanges } from '../engine/memfs-journal.js'
+import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
+
+/** Bump when the layout of the IndexedDB database changes. */
+const STORE_FORMAT = 1
+/** Postgres major version of the engine (see ENGINE_PG_MAJOR in node-dir.ts). */
+const PG_MAJOR = '18'
+
+interface FileRecord {
+  mode: number
+  size: number
+  mtimeMs: number
+}
+
+interface MetaRecord {
+  format: number
+  pgMajor: string
+  engineVersion: string
+}
+
+/**
+ * A data directory kept in IndexedDB (`idb://<name>`): one record per file
+ * or directory (mode, size) and one per non-zero 64 kB chunk of a file, so
+ * a commit stores the few chunks it changed. One IndexedDB database per
+ * data directory, named `pgwasm/<name>`.
+ */
+export class IdbStore {
+  readonly #db: IDBDatabase
+  readonly #release: () => void
+  readonly name: string
+
+  private constructor(name: string, db: IDBDatabase, release: () => void) {
+    this.name = name
+    this.#db = db
+    this.#release = release
+  }
+
+  /**
+   * Opens (or creates) the store and takes the tab-wide lock on it: a second
+   * tab or instance gets DataDirLockedError instead of a second writer.
+   */
+  static async open(name: string): Promise<IdbStore> {
+    if (typeof indexedDB === 'undefined') {
+      throw new EngineError(`idb://${name} needs IndexedDB (a browser); in Node use a directory path or memory://`, { code: 'BAD_DATA_DIR' })
+    }
+    const release = await lock(name)
+    try {
+      const db = await request(indexedDB.open(`pgwasm/${name}`, STORE_FORMAT), (req) => {
+        const db = (req as IDBOpenDBRequest).result
+        for (const store of ['meta', 'files', 'chunks']) if (!db.objectStoreNames.contains(store)) db.createObjectStore(store)
+      })
+      return new IdbStore(name, db, release)
+    } catch (err) {
+      release()
+      throw err instanceof EngineError ? err : new EngineError(`cannot open IndexedDB database pgwasm/${name}: ${String(err)}`, { code: 'BAD_DATA_DIR', cause: err })
+    }
+  }
+
+  /** The stored data directory, or `undefined` when the store is new. */
+  async load(): Promise<DataTree | undefined> {
+    const tx = this.#db.transaction(['meta', 'files', 'chunks'], 'readonly')
+    const [meta, paths, files, chunkKeys, chunks] = await Promise.all([
+      request(tx.objectStore('meta').get('meta')) as Promise<MetaRecord | undefined>,
+      request(tx.objectStore('files').getAllKeys()) as Promise<string[]>,
+      request(tx.objectStore('files').getAll()) as Promise<FileRecord[]>,
+      request(tx.objectStore('chunks').getAllKeys()) as Promise<[string, number][]>,
+      request(tx.objectStore('chunks').getAll()) as Promise<Uint8Array[]>,
+    ])
+    if (!meta) return undefined
+    if (meta.format !== STORE_FORMAT || meta.pgMajor !== PG_MAJOR) {
+      throw new IncompatibleDataDirError(
+        `idb://${this.name} was written by another pgwasm (store format ${meta.format}, PostgreSQL ${meta.pgMajor}); this one uses format ${STORE_FORMAT}, PostgreSQL ${PG_MAJOR}`,
+        { path: `idb://${this.name}`, dataDirVersion: meta.pgMajor, engineVersion: PG_MAJOR },
+      )
+    }
+    const data = new Map<string, Uint8Array>()
+    const entries: TreeEntry[] = paths.map((path, i) => {
+      const f = files[i]!
+      if ((f.mode & 0o170000) === 0o040000) return { path, mode: f.mode, mtimeMs: f.mtimeMs }
+      const bytes = new Uint8Array(f.size)
+      data.set(path, bytes)
+      return { path, mode: f.mode, mtimeMs: f.mtimeMs, data: bytes }
+    })
+    for (let i = 0; i < chunkKeys.length; i++) {
+      const [path, index] = chunkKeys[i]!
+      const target = data.get(path)
+      const chunk = chunks[i]!
+      if (target && index * CHUNK_BYTES + chunk.byteLength <= target.byteLength) target.set(chunk, index * CHUNK_BYTES)
+    }
+    // Keys sort so that a directory comes before its contents ('a' < 'a/b').
+    return entries.filter((e) => e.path !== 'postmaster.pid')
+  }
+
+  /** Stores a whole tree into the (empty) store in one transaction: a half-created database never exists. */
+  async create(tree: DataTree, engineVersion: string): Promise<void> {
+    const upserts: { path: string; mode: number; size: number; mtimeMs: number }[] = []
+    const chunks: { path: string; index: number; bytes: Uint8Array | null }[] = []
+    for (const entry of tree) {
+      const size = isDirEntry(entry) ? 0 : (entry.data?.byteLength ?? 0)
+      upserts.push({ path: entry.path, mode: entry.mode, size, mtimeMs: entry.mtimeMs })
+      for (let c = 0; c * CHUNK_BYTES < size; c++) {
+        const view = entry.data!.subarray(c * CHUNK_BYTES, Math.min(size, (c + 1) * CHUNK_BYTES))
+        if (view.some((b) => b !== 0)) chunks.push({ path: entry.path, index: c, bytes: view.slice() })
+      }
+    }
+    await this.apply({ upserts, deletes: [], chunks }, 'strict', { format: STORE_FORMAT, pgMajor: PG_MAJOR, engineVersion })
+  }
+
+  /**
+   * Applies one set of changes in one IndexedDB transaction; resolves when
+   * it is committed (`strict`: on disk, not just handed to the OS).
+   */
+  async apply(changes: FsChanges, durability: 'strict' | 'relaxed', meta?: MetaRecord): Promise<void> {
+    const tx = this.#db.transaction(['meta', 'files', 'chunks'], 'readwrite', { durability })
+    const done = new Promise<void>((resolve, reject) => {
+      tx.oncomplete = () => resolve()
+      tx.onabort = () => reject(tx.error ?? new Error('transaction aborted'))
+      tx.onerror = () => reject(tx.error ?? new Error('transaction failed'))
+    })
+    const files = tx.objectStore('files')
+    const chunks = tx.objectStore('chunks')
+    if (meta) tx.objectStore('meta').put(meta, 'meta')
+    const sizes = new Map<string, number>()
+    for (const path of changes.deletes) {
+      files.delete(path)
+      chunks.delete(IDBKeyRange.bound([path, -1], [path, Infinity]))
+    }
+    for (const u of changes.upserts) {
+      files.put({ mode: u.mode, size: u.size, mtimeMs: u.mtimeMs } satisfies FileRecord, u.path)
+      sizes.set(u.path, u.size)
+    }
+    for (const c of changes.chunks) {
+      if (c.index === -1) {
+        // Drop chunks past the end of a shrunk (or replaced) file.
+        const size = sizes.get(c.path) ?? 0
+        chunks.delete(IDBKeyRange.bound([c.path, Math.ceil(size / CHUNK_BYTES)], [c.path, Infinity]))
+      } else if (c.bytes) {
+        chunks.put(c.bytes, [c.path, c.index])
+      } else {
+        chunks.delete([c.path, c.index])
+      }
+    }
+    try {
+      await done
+    } catch (cause) {
+      throw new EngineError(`cannot write idb://${this.name}: ${String(cause)}`, { code: 'PERSIST_FAILED', cause })
+    }
+  }
+
+  close(): void {
+    this.#db.close()
+    this.#release()
+  }
+}
+
+function request<T>(req: IDBRequest<T> | IDBOpenDBRequest, upgrade?: (req: IDBRequest) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (upgrade) (req as IDBOpenDBRequest).onupgradeneeded = () => upgrade(req)
+    req.onsuccess = () => resolve(req.result as T)
+    req.onerror = () => reject(req.error)
+    if ('onblocked' in req) req.onblocked = () => reject(new Error('blocked by an older connection in another tab'))
+  })
+}
+
+/** How long an open waits for another holder of the same database to let go. */
+const LOCK_WAIT_MS = 3000
+
+/** Locks held by this page, for runtimes without Web Locks (one page, no second tab to guard against). */
+const heldHere = new Set<string>()
+
+/**
+ * Takes the Web Lock of this data directory (waiting up to LOCK_WAIT_MS): across tabs of
+ * an origin only one instance may write it.
+ */
+async function lock(name: string): Promise<() => void> {
+  const key = `pgwasm:idb:${name}`
+  const holderError = () =>
+    new DataDirLockedError(`idb://${name} is open in another tab or instance; close it there first`, { path: `idb://${name}`, holder: 'another tab or instance' })
+  if (heldHere.has(key)) throw holderError()
+  const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
+  heldHere.add(key)
+  if (!locks) return () => heldHere.delete(key)
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  // Not `ifAvailable`: a reloaded page's previous document lets go of its
+  // lock a moment after the new one asks. Another live tab keeps it.
+  const granted = await new Promise<boolean>((resolve) => {
+    locks
+      .request(key, { signal: AbortSignal.timeout(LOCK_WAIT_MS) }, () => {
+        resolve(true)
+        return held
+      })
+      .catch(() => resolve(false))
+  })
+  if (!granted) {
+    heldHere.delete(key)
+    throw holderError()
+  }
+  return () => {
+    heldHere.delete(key)
+    release()
+  }
+}

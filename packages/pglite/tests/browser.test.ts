@@ -1,0 +1,154 @@
+import { createServer, type Server } from 'node:http'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { TestApi } from './browser/app.js'
+
+/**
+ * The browser build in real headless Chromium (Debian's `chromium`): a page
+ * bundled with plain esbuild options, served on 127.0.0.1, driven through
+ * `window.pgwasmTest`. Asserts on values only.
+ */
+
+const here = dirname(fileURLToPath(import.meta.url))
+const pkgDir = join(here, '..')
+const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+
+let out: string
+let server: Server
+let origin: string
+let browser: Browser
+let context: BrowserContext
+
+type Api = TestApi
+type Fn = keyof Api
+
+async function call<K extends Fn>(page: Page, fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>> {
+  return page.evaluate(
+    ([name, a]) => (globalThis as unknown as { pgwasmTest: Record<string, (...x: unknown[]) => unknown> }).pgwasmTest[name as string]!(...(a as unknown[])),
+    [fn, args] as const,
+  ) as Promise<Awaited<ReturnType<Api[K]>>>
+}
+
+async function openPage(): Promise<Page> {
+  const page = await context.newPage()
+  const errors: string[] = []
+  page.on('pageerror', (err) => errors.push(err.message))
+  await page.goto(`${origin}/`)
+  await page.waitForFunction(() => 'pgwasmTest' in globalThis, undefined, { timeout: 20_000 }).catch((err: unknown) => {
+    throw new Error(`the test page did not load: ${errors.join('; ') || String(err)}`)
+  })
+  return page
+}
+
+beforeAll(async () => {
+  if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set PGWASM_CHROMIUM`)
+  out = mkdtempSync(join(tmpdir(), 'pgwasm-browser-'))
+  // What an app author runs, with no plugin, loader or copied file.
+  await build({ entryPoints: [join(here, 'browser', 'app.ts')], bundle: true, format: 'esm', platform: 'browser', outdir: out, logLevel: 'error' })
+  const assets = join(pkgDir, 'dist', 'browser', 'assets')
+  const app = readFileSync(join(out, 'app.js'))
+  server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1')
+    const send = (status: number, type: string, body: string | Uint8Array) => {
+      res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) })
+      res.end(body)
+    }
+    if (url.pathname === '/') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
+    if (url.pathname === '/app.js') return send(200, 'text/javascript', app)
+    const [, dir, name] = url.pathname.split('/')
+    if (dir === 'assets' && name && /^[\w.]+$/.test(name) && existsSync(join(assets, name))) {
+      return send(200, name.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream', readFileSync(join(assets, name)))
+    }
+    if (dir === 'truncated' && name && existsSync(join(assets, name))) return send(200, 'application/octet-stream', readFileSync(join(assets, name)).subarray(0, 4096))
+    // A single-page-app server that answers every path with its index page.
+    if (dir === 'spa') return send(200, 'text/html', '<!doctype html><title>app</title>')
+    send(404, 'text/plain', 'not found')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true })
+  context = await browser.newContext()
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+  if (out) rmSync(out, { recursive: true, force: true })
+})
+
+describe('browser build in Chromium', () => {
+  it('runs an in-memory database from a plain esbuild bundle', async () => {
+    const page = await openPage()
+    const r = await call(page, 'memory')
+    expect(r.rows).toEqual([
+      { id: 1, v: 'a' },
+      { id: 2, v: 'b' },
+    ])
+    expect(r.second).toBe(1)
+    await page.close()
+  }, 120_000)
+
+  it('a failed query rejects with DatabaseError and its SQLSTATE; the database stays usable', async () => {
+    const page = await openPage()
+    const r = await call(page, 'failingQuery')
+    expect(r.rejected).toBe(true)
+    expect(r.error).toMatchObject({ name: 'DatabaseError', code: '23505', isDatabaseError: true })
+    expect(r.after).toBe(1)
+    await page.close()
+  }, 120_000)
+
+  it('idb:// keeps committed rows across a reload without close, and reopens', async () => {
+    const page = await openPage()
+    await call(page, 'idbWrite', 'reload-test', ['first', 'second'])
+    // No close(): the promises resolved, so the rows must already be in IndexedDB.
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    const read = await call(page, 'idbRead', 'reload-test', false)
+    expect(read.bodies).toEqual(['first', 'second'])
+    // Writes after recovery land too, and a clean close keeps them.
+    await call(page, 'idbWrite', 'reload-test', ['third'])
+    const again = await call(page, 'idbRead', 'reload-test')
+    expect(again.bodies).toEqual(['first', 'second', 'third'])
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    const last = await call(page, 'idbRead', 'reload-test')
+    expect(last.bodies).toEqual(['first', 'second', 'third'])
+    await page.close()
+  }, 180_000)
+
+  it('a second tab opening the same idb:// database gets DataDirLockedError', async () => {
+    const first = await openPage()
+    await call(first, 'idbWrite', 'two-tabs', ['x'])
+    const second = await openPage()
+    const r = await call(second, 'secondOpener', 'two-tabs')
+    expect(r.opened).toBe(false)
+    expect(r).toMatchObject({ isLocked: true, error: { name: 'DataDirLockedError' } })
+    await first.close()
+    await second.close()
+  }, 180_000)
+
+  it('loads the engine from assetBaseUrl, and a missing, truncated or mis-served asset rejects naming the URL', async () => {
+    const page = await openPage()
+    const ok = await call(page, 'withAssetBase', `${origin}/assets/`)
+    expect(ok).toEqual({ ok: true, n: 2 })
+    const missing = await call(page, 'withAssetBase', `${origin}/missing/`)
+    expect(missing.ok).toBe(false)
+    expect(missing.error).toMatchObject({ name: 'EngineError', code: 'ASSET_MISSING' })
+    expect(missing.error!.message).toContain(`${origin}/missing/pglite.`)
+    expect(missing.error!.message).toContain('404')
+    const truncated = await call(page, 'withAssetBase', `${origin}/truncated/`)
+    expect(truncated.error!.message).toMatch(/truncated\/pglite\.(wasm|data) is 4096 bytes/)
+    const spa = await call(page, 'withAssetBase', `${origin}/spa/`)
+    expect(spa.error!.message).toContain(`${origin}/spa/pglite.`)
+    expect(spa.error!.message).toContain('text/html')
+    await page.close()
+  }, 120_000)
+})

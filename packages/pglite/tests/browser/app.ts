@@ -1,0 +1,113 @@
+// The page of tests/browser.test.ts, bundled with plain esbuild options
+// (`--bundle --format=esm --platform=browser`): what an app author runs.
+import { DatabaseError, DataDirLockedError, PGlite } from '@pgwasm/pglite'
+
+interface ErrorInfo {
+  name: string
+  message: string
+  code?: string
+  isDatabaseError: boolean
+}
+
+function describe(err: unknown): ErrorInfo {
+  const e = err as { name?: string; message?: string; code?: string }
+  return { name: e.name ?? 'unknown', message: e.message ?? String(err), code: e.code, isDatabaseError: err instanceof DatabaseError }
+}
+
+const open = new Map<string, PGlite>()
+
+const api = {
+  async memory() {
+    const t0 = performance.now()
+    const db = await PGlite.create()
+    const createMs = performance.now() - t0
+    await db.exec('CREATE TABLE t (id serial PRIMARY KEY, v text)')
+    await db.query('INSERT INTO t (v) VALUES ($1), ($2)', ['a', 'b'])
+    const { rows } = await db.query<{ id: number; v: string }>('SELECT id, v FROM t ORDER BY id')
+    const t1 = performance.now()
+    const second = await PGlite.create()
+    const secondMs = performance.now() - t1
+    const one = await second.query<{ n: number }>('SELECT 1 AS n')
+    await db.close()
+    await second.close()
+    return { rows, createMs, secondMs, second: one.rows[0]!.n }
+  },
+
+  async idbWrite(name: string, values: string[]) {
+    const t0 = performance.now()
+    const db = open.get(name) ?? (await PGlite.create(`idb://${name}`))
+    const openMs = performance.now() - t0
+    open.set(name, db)
+    await db.exec('CREATE TABLE IF NOT EXISTS notes (id serial PRIMARY KEY, body text NOT NULL)')
+    for (const v of values) await db.query('INSERT INTO notes (body) VALUES ($1)', [v])
+    // Left open on purpose: the test reloads the page without a clean close.
+    return { openMs }
+  },
+
+  async idbRead(name: string, close = true) {
+    const t0 = performance.now()
+    const db = open.get(name) ?? (await PGlite.create(`idb://${name}`))
+    const openMs = performance.now() - t0
+    open.set(name, db)
+    const { rows } = await db.query<{ body: string }>('SELECT body FROM notes ORDER BY id')
+    if (close) {
+      await db.close()
+      open.delete(name)
+    }
+    return { bodies: rows.map((r) => r.body), openMs }
+  },
+
+  async idbTiming(name: string, n: number) {
+    const db = await PGlite.create(`idb://${name}`)
+    await db.exec('CREATE TABLE IF NOT EXISTS kv (id int PRIMARY KEY, v text)')
+    const times: number[] = []
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now()
+      await db.query('INSERT INTO kv VALUES ($1, $2)', [i, `value ${i}`])
+      await db.query('SELECT v FROM kv WHERE id = $1', [i])
+      times.push(performance.now() - t0)
+    }
+    await db.close()
+    times.sort((a, b) => a - b)
+    return { median: times[Math.floor(times.length / 2)]! }
+  },
+
+  async secondOpener(name: string) {
+    try {
+      const db = await PGlite.create(`idb://${name}`)
+      await db.close()
+      return { opened: true }
+    } catch (err) {
+      return { opened: false, error: describe(err), isLocked: err instanceof DataDirLockedError }
+    }
+  },
+
+  async failingQuery() {
+    const db = await PGlite.create()
+    try {
+      await db.exec('CREATE TABLE u (k int PRIMARY KEY)')
+      await db.query('INSERT INTO u VALUES (1)')
+      await db.query('INSERT INTO u VALUES (1)')
+      return { rejected: false }
+    } catch (err) {
+      const after = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM u')
+      return { rejected: true, error: describe(err), after: after.rows[0]!.n }
+    } finally {
+      await db.close()
+    }
+  },
+
+  async withAssetBase(base: string) {
+    try {
+      const db = await PGlite.create({ assetBaseUrl: base })
+      const { rows } = await db.query<{ n: number }>('SELECT 2 AS n')
+      await db.close()
+      return { ok: true, n: rows[0]!.n }
+    } catch (err) {
+      return { ok: false, error: describe(err) }
+    }
+  },
+}
+
+Object.assign(globalThis, { pgwasmTest: api })
+export type TestApi = typeof api
