@@ -174,19 +174,35 @@ export class PGlite implements AsyncDisposable {
         cacheDir: opts.templateCacheDir,
       })
     }
-    const [assets, loadedTree] = await Promise.all([
-      assetsLoading,
-      opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir),
-    ])
+    const archiveReading = opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir)
+    // An idb:// database is read from IndexedDB while the engine compiles.
+    const idbOpening =
+      spec.kind === 'idb'
+        ? import('./fs/idb-persistence.js').then(({ IdbPersistence }) =>
+            IdbPersistence.open(spec.name, {
+              relaxed: opts.relaxedDurability === true,
+              engineVersion: assetsLoading.then((a) => a.engineVersion),
+              create: async () => {
+                const [a, archive] = await Promise.all([assetsLoading, archiveReading])
+                return opts.loadDataTree ?? archive ?? (await getTemplate(a, templateOptions))
+              },
+            }),
+          )
+        : undefined
+    idbOpening?.catch(() => {})
+    let assets: Awaited<typeof assetsLoading>
+    let loadedTree: Awaited<typeof archiveReading>
+    try {
+      ;[assets, loadedTree] = await Promise.all([assetsLoading, archiveReading])
+    } catch (err) {
+      // The store may open anyway: let go of it and its lock.
+      await idbOpening?.then((o) => o.persistence.close()).catch(() => {})
+      throw err
+    }
     const loadTree = opts.loadDataTree ?? loadedTree
     let mount: DataDirMount
     if (spec.kind === 'idb') {
-      const { IdbPersistence } = await import('./fs/idb-persistence.js')
-      const opened = await IdbPersistence.open(spec.name, {
-        relaxed: opts.relaxedDurability === true,
-        engineVersion: assets.engineVersion,
-        create: async () => loadTree ?? (await getTemplate(assets, templateOptions)),
-      })
+      const opened = await idbOpening!
       if (loadTree && !opened.created) {
         await opened.persistence.close()
         throw new EngineError(`loadDataDir: idb://${spec.name} already holds a database; load into a new name`, { code: 'BAD_DATA_DIR' })

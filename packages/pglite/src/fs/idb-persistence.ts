@@ -31,14 +31,14 @@ export class IdbPersistence {
    */
   static async open(
     name: string,
-    options: { relaxed: boolean; engineVersion: string; create: () => Promise<DataTree> },
+    options: { relaxed: boolean; engineVersion: Promise<string>; create: () => Promise<DataTree> },
   ): Promise<{ persistence: IdbPersistence; tree: DataTree; created: boolean }> {
     const store = await IdbStore.open(name)
     try {
       const stored = await store.load()
       if (stored) return { persistence: new IdbPersistence(store, options.relaxed), tree: stored, created: false }
       const tree = await options.create()
-      await store.create(tree, options.engineVersion)
+      await store.create(tree, await options.engineVersion)
       return { persistence: new IdbPersistence(store, options.relaxed), tree, created: true }
     } catch (err) {
       store.close()
