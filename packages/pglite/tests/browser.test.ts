@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -21,6 +21,9 @@ const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
 let out: string
+/** README blocks marked `// browser example`, run as pages of their own. */
+const readmeExamples = [...readFileSync(join(pkgDir, 'README.md'), 'utf8').matchAll(/```js\n(\/\/ browser example[\s\S]*?)```/g)].map((m) => m[1]!)
+const examplesDir = join(here, 'browser', '.examples')
 let server: Server
 let origin: string
 let browser: Browser
@@ -53,6 +56,14 @@ beforeAll(async () => {
   out = mkdtempSync(join(tmpdir(), 'pgwasm-browser-'))
   // What an app author runs, with no plugin, loader or copied file.
   await build({ entryPoints: [join(here, 'browser', 'app.ts')], bundle: true, format: 'esm', platform: 'browser', outdir: out, logLevel: 'error' })
+  // Beside the package (not in tmp), so `@pgwasm/pglite` resolves as it does for a user.
+  mkdirSync(examplesDir, { recursive: true })
+  const entries = readmeExamples.map((code, i) => {
+    const file = join(examplesDir, `example-${i}.js`)
+    writeFileSync(file, `${code}\nglobalThis.__exampleDone = true\n`)
+    return file
+  })
+  if (entries.length > 0) await build({ entryPoints: entries, bundle: true, format: 'esm', platform: 'browser', outdir: out, logLevel: 'error' })
   const assets = join(pkgDir, 'dist', 'browser', 'assets')
   const app = readFileSync(join(out, 'app.js'))
   server = createServer((req, res) => {
@@ -63,6 +74,11 @@ beforeAll(async () => {
     }
     if (url.pathname === '/') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
     if (url.pathname === '/app.js') return send(200, 'text/javascript', app)
+    const example = /^\/(example-\d+)\.(html|js)$/.exec(url.pathname)
+    if (example) {
+      if (example[2] === 'html') return send(200, 'text/html', `<!doctype html><meta charset="utf-8"><script type="module" src="/${example[1]}.js"></script>`)
+      return send(200, 'text/javascript', readFileSync(join(out, `${example[1]}.js`)))
+    }
     const [, dir, name] = url.pathname.split('/')
     if (dir === 'assets' && name && /^[\w.]+$/.test(name) && existsSync(join(assets, name))) {
       return send(200, name.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream', readFileSync(join(assets, name)))
@@ -82,9 +98,34 @@ afterAll(async () => {
   await browser?.close()
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
   if (out) rmSync(out, { recursive: true, force: true })
+  rmSync(examplesDir, { recursive: true, force: true })
 })
 
 describe('browser build in Chromium', () => {
+  it('has README browser examples', () => {
+    expect(readmeExamples.length).toBeGreaterThanOrEqual(1)
+  })
+
+  readmeExamples.forEach((code, i) => {
+    it(`README browser example ${i + 1} prints what it says`, async () => {
+      const expected = [...code.matchAll(/console\.log\(.*\/\/ → (.*)$/gm)].map((m) => JSON.parse(m[1]!) as unknown)
+      const page = await context.newPage()
+      const printed: unknown[] = []
+      const errors: string[] = []
+      page.on('console', (msg) => {
+        if (msg.type() === 'log') printed.push(JSON.parse(msg.text()) as unknown)
+      })
+      page.on('pageerror', (err) => errors.push(err.message))
+      await page.goto(`${origin}/example-${i}.html`)
+      await page.waitForFunction(() => '__exampleDone' in globalThis, undefined, { timeout: 60_000 }).catch(() => {
+        throw new Error(`example ${i + 1} did not finish: ${errors.join('; ')}`)
+      })
+      expect(errors).toEqual([])
+      expect(printed).toEqual(expected)
+      await page.close()
+    }, 120_000)
+  })
+
   it('runs an in-memory database from a plain esbuild bundle', async () => {
     const page = await openPage()
     const r = await call(page, 'memory')
