@@ -38,7 +38,11 @@ export default async function buildBrowser({ root, dist, entries }) {
       gzipped[name] = (name.endsWith('.gz') ? bytes : gzipSync(bytes, { level: 9 })).toString('base64')
     }
     writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\n`)
-    writeFileSync(join(work, 'embedded.js'), `export const gzipped = {\n${Object.entries(gzipped).map(([k, v]) => `  ${JSON.stringify(k)}: "${v}",`).join('\n')}\n}\n`)
+    // One module per use: a reopen or a snapshot restore never parses the template's text.
+    const groups = { core: ['pglite.wasm', 'pglite.data'], initdb: ['initdb.wasm'], template: ['template.tar.gz'] }
+    for (const [group, names] of Object.entries(groups)) {
+      writeFileSync(join(work, `embedded-${group}.js`), `export const gzipped = {\n${names.map((k) => `  ${JSON.stringify(k)}: "${gzipped[k]}",`).join('\n')}\n}\n`)
+    }
     // The glue reaches for node:module only when it runs in Node; bundlers
     // would still try to resolve it, so that branch is cut out.
     for (const glue of ['pglite', 'initdb']) {
@@ -49,7 +53,9 @@ export default async function buildBrowser({ root, dist, entries }) {
     }
     const virtual = {
       'pgwasm:engine-manifest': join(work, 'manifest.js'),
-      'pgwasm:engine-embedded': join(work, 'embedded.js'),
+      'pgwasm:engine-core': join(work, 'embedded-core.js'),
+      'pgwasm:engine-initdb': join(work, 'embedded-initdb.js'),
+      'pgwasm:engine-template': join(work, 'embedded-template.js'),
       'pgwasm:postgres-glue': join(work, 'pglite-glue.js'),
       'pgwasm:initdb-glue': join(work, 'initdb-glue.js'),
     }

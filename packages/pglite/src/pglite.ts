@@ -1,4 +1,4 @@
-import { loadAssets, locateEngine } from './engine/assets.js'
+import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/assets.js'
 import { Backend, type DataDirMount } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
@@ -172,6 +172,9 @@ export class PGlite implements AsyncDisposable {
         database,
         startArgs: startArgsFor(opts, true),
         cacheDir: opts.templateCacheDir,
+      }).then((snapshot) => {
+        // No snapshot: Postgres boots from the template, so unpack it meanwhile.
+        if (!snapshot && !opts.initdbArgs?.length) prefetchBundledTemplate({ assetBaseUrl: opts.assetBaseUrl })
       })
     }
     const archiveReading = opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir)

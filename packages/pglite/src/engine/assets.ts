@@ -1,5 +1,6 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import { readEngineFiles, type EngineSource } from './engine-files.js'
+import type { DataTree } from './pgdata-tree.js'
 
 /**
  * The engine files taken from `@electric-sql/pglite` (the pinned version in
@@ -14,11 +15,11 @@ export interface EngineAssets {
   postgresFactory: ModuleFactory<PostgresModule>
   /** Identifies the engine build; part of every template cache key. */
   engineVersion: string
-  /** The shipped initdb result (gzipped tar) for default options, where the platform has one (the browser build). */
-  bundledTemplate?: () => Promise<Uint8Array>
+  /** The shipped initdb result for default options, where the platform has one (the browser build). */
+  bundledTemplate?: () => Promise<DataTree>
 }
 
-export { locateEngine } from './engine-files.js'
+export { locateEngine, prefetchBundledTemplate } from './engine-files.js'
 export type { EngineSource } from './engine-files.js'
 
 const loaded = new Map<string, Promise<EngineAssets>>()

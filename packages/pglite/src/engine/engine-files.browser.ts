@@ -2,6 +2,8 @@ import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.j
 import type { EngineFiles, EngineSource } from './engine-files.js'
 import { EngineError } from '../errors.js'
 import { gunzip } from '../fs/gzip.js'
+import { unpackTar } from '../fs/tar.js'
+import type { DataTree } from './pgdata-tree.js'
 
 /**
  * The browser build's engine files. They travel inside the bundle (gzipped,
@@ -39,18 +41,43 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
       ])
       return { module: await compile(bytes, 'initdb.wasm', source), factory: initdbGlue.default }
     },
-    async bundledTemplate() {
-      // Stays gzipped: the template loader unpacks it.
-      return source.assetBaseUrl === undefined
-        ? base64Bytes((await import('pgwasm:engine-embedded')).gzipped['template.tar.gz'])
-        : fromUrl(source.assetBaseUrl, 'template.tar.gz', manifest.sizes['template.tar.gz'])
-    },
+    bundledTemplate: () => templateTree(source),
   }
 }
 
+const templates = new Map<string, Promise<DataTree>>()
+
+function templateTree(source: EngineSource): Promise<DataTree> {
+  const key = source.assetBaseUrl ?? ''
+  let tree = templates.get(key)
+  if (!tree) {
+    tree = (async () => {
+      const gz =
+        source.assetBaseUrl === undefined
+          ? base64Bytes((await import('pgwasm:engine-template')).gzipped['template.tar.gz'])
+          : await fromUrl(source.assetBaseUrl, 'template.tar.gz', (await import('pgwasm:engine-manifest')).sizes['template.tar.gz'])
+      return unpackTar(await gunzip(gz))
+    })()
+    tree.catch(() => templates.delete(key))
+    templates.set(key, tree)
+  }
+  return tree
+}
+
+export function prefetchBundledTemplate(source: EngineSource): void {
+  templateTree(source).catch(() => {
+    // Reported by the create() that needs it.
+  })
+}
+
 async function embedded(name: AssetName): Promise<Uint8Array> {
-  const { gzipped } = await import('pgwasm:engine-embedded')
-  return gunzip(base64Bytes(gzipped[name]))
+  const text =
+    name === 'initdb.wasm'
+      ? (await import('pgwasm:engine-initdb')).gzipped[name]
+      : name === 'template.tar.gz'
+        ? (await import('pgwasm:engine-template')).gzipped[name]
+        : (await import('pgwasm:engine-core')).gzipped[name]
+  return gunzip(base64Bytes(text))
 }
 
 async function compile(bytes: Uint8Array, name: AssetName, source: EngineSource): Promise<WebAssembly.Module> {

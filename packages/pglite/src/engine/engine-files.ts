@@ -1,5 +1,6 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import { EngineError } from '../errors.js'
+import type { DataTree } from './pgdata-tree.js'
 
 /**
  * The engine files as this platform reads them. This is the Node source
@@ -12,9 +13,15 @@ export interface EngineFiles {
   readonly postgresFactory: ModuleFactory<PostgresModule>
   readonly engineVersion: string
   initdb(): Promise<{ module: WebAssembly.Module; factory: ModuleFactory<InitdbModule> }>
-  /** A ready initdb result (gzipped tar) for the default initdb options, where the platform ships one. */
-  bundledTemplate?(): Promise<Uint8Array>
+  /** A ready initdb result for the default initdb options, where the platform ships one. */
+  bundledTemplate?(): Promise<DataTree>
 }
+
+/**
+ * Starts unpacking the shipped template early, so it overlaps with compiling
+ * the engine. Node ships none (its template comes from the disk cache).
+ */
+export function prefetchBundledTemplate(_source: EngineSource): void {}
 
 /** Where the engine files come from, when the caller chose (browser only). */
 export interface EngineSource {

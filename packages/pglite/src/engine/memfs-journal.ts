@@ -157,7 +157,8 @@ function chunkOf(path: string, node: FsNode, index: number): FsChanges['chunks']
   return { path, index, bytes: view.slice() }
 }
 
-function isZero(bytes: Uint8Array): boolean {
+/** Whether every byte is 0 (word-wise where aligned: chunks are checked on every flush). */
+export function isZero(bytes: Uint8Array): boolean {
   const words = bytes.byteOffset % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2) : undefined
   if (words) {
     for (let i = 0; i < words.length; i++) if (words[i] !== 0) return false

@@ -46,10 +46,7 @@ async function loadOrBuild(
   args: readonly string[],
   cacheDirOption: string | false | undefined,
 ): Promise<DataTree> {
-  if (args.length === 0 && assets.bundledTemplate) {
-    const { gunzip } = await import('../fs/gzip.js')
-    return unpackTar(await gunzip(await assets.bundledTemplate()))
-  }
+  if (args.length === 0 && assets.bundledTemplate) return assets.bundledTemplate()
   if (cacheDirOption === false || !isNode()) return runInitdb(assets, args)
   const disk = await import('./template-disk.js')
   const dir = cacheDirOption ?? (await disk.defaultCacheDir())

@@ -4,9 +4,15 @@ declare module 'pgwasm:engine-manifest' {
   /** Byte size of each asset as served (template gzipped, the others raw). */
   export const sizes: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz', number>
 }
-declare module 'pgwasm:engine-embedded' {
-  /** Each asset gzipped, base64 (the template's gzip is the asset itself, base64 only). */
-  export const gzipped: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz', string>
+// Each asset gzipped, base64 (the template's gzip is the asset itself, base64 only).
+declare module 'pgwasm:engine-core' {
+  export const gzipped: Record<'pglite.wasm' | 'pglite.data', string>
+}
+declare module 'pgwasm:engine-initdb' {
+  export const gzipped: Record<'initdb.wasm', string>
+}
+declare module 'pgwasm:engine-template' {
+  export const gzipped: Record<'template.tar.gz', string>
 }
 declare module 'pgwasm:postgres-glue' {
   const factory: unknown

@@ -19,10 +19,14 @@ export class IdbPersistence {
   /** Relaxed mode's queued writes, in order. */
   #pending: Promise<void> = Promise.resolve()
   #failure: unknown
+  /** A new database's first write (the whole initial tree), running while Postgres boots. */
+  #base: Promise<void> | undefined
 
-  private constructor(store: IdbStore, relaxed: boolean) {
+  private constructor(store: IdbStore, relaxed: boolean, base?: Promise<void>) {
     this.#store = store
     this.#relaxed = relaxed
+    this.#base = base
+    base?.catch(() => {})
   }
 
   /**
@@ -38,8 +42,9 @@ export class IdbPersistence {
       const stored = await store.load()
       if (stored) return { persistence: new IdbPersistence(store, options.relaxed), tree: stored, created: false }
       const tree = await options.create()
-      await store.create(tree, await options.engineVersion)
-      return { persistence: new IdbPersistence(store, options.relaxed), tree, created: true }
+      // Not awaited here: every flush waits for it, so no commit is reported stored before its base is.
+      const base = options.engineVersion.then((version) => store.create(tree, version))
+      return { persistence: new IdbPersistence(store, options.relaxed, base), tree, created: true }
     } catch (err) {
       store.close()
       throw err
@@ -56,18 +61,23 @@ export class IdbPersistence {
     const journal = this.#journal
     if (!journal?.pending) return undefined
     const changes = journal.take()
-    if (!this.#relaxed) return this.#store.apply(changes, 'strict')
-    this.#pending = this.#pending.then(() =>
-      this.#store.apply(changes, 'relaxed').catch((err: unknown) => {
+    const base = this.#base
+    if (!this.#relaxed) return base ? base.then(() => this.#store.apply(changes, 'strict')) : this.#store.apply(changes, 'strict')
+    this.#pending = this.#pending.then(async () => {
+      try {
+        await base
+        await this.#store.apply(changes, 'relaxed')
+      } catch (err) {
         this.#failure ??= err
-      }),
-    )
+      }
+    })
     return undefined
   }
 
   /** Final flush (after the shutdown checkpoint), then closes the store and frees its lock. */
   async close(): Promise<void> {
     try {
+      await this.#base
       await this.flush()
       await this.#pending
       if (this.#failure) throw this.#failure

@@ -1,5 +1,5 @@
 import { DataDirLockedError, EngineError, IncompatibleDataDirError } from '../errors.js'
-import { CHUNK_BYTES, type FsChanges } from '../engine/memfs-journal.js'
+import { CHUNK_BYTES, isZero, type FsChanges } from '../engine/memfs-journal.js'
 import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
 
 /** Bump when the layout of the IndexedDB database changes. */
@@ -101,7 +101,7 @@ export class IdbStore {
       upserts.push({ path: entry.path, mode: entry.mode, size, mtimeMs: entry.mtimeMs })
       for (let c = 0; c * CHUNK_BYTES < size; c++) {
         const view = entry.data!.subarray(c * CHUNK_BYTES, Math.min(size, (c + 1) * CHUNK_BYTES))
-        if (view.some((b) => b !== 0)) chunks.push({ path: entry.path, index: c, bytes: view.slice() })
+        if (!isZero(view)) chunks.push({ path: entry.path, index: c, bytes: view.slice() })
       }
     }
     await this.apply({ upserts, deletes: [], chunks }, 'strict', { format: STORE_FORMAT, pgMajor: PG_MAJOR, engineVersion })
