@@ -2,6 +2,7 @@ import type { EngineAssets } from './assets.js'
 import { isExitStatus, type PostgresModule } from './emscripten.js'
 import { EngineError } from '../errors.js'
 import {
+  installFastPreload,
   INITDB_EXE,
   PGDATA,
   POSTGRES_EXE,
@@ -141,6 +142,7 @@ export class BlankModule {
       stdin: () => null,
       preRun: [
         (m) => {
+          installFastPreload(m)
           Object.assign(m.ENV, env)
           blob = registerBlobDevice(m)
           if (mountPath !== undefined) {

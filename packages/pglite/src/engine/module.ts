@@ -1,5 +1,5 @@
 import type { EngineAssets } from './assets.js'
-import type { ModuleOptions } from './emscripten.js'
+import type { FsNode, ModuleOptions, PostgresModule } from './emscripten.js'
 
 /** Constants of the host conventions (wasm-abi.md §3); keep in sync with it. */
 export const PG_ROOT = '/pglite'
@@ -115,6 +115,37 @@ export function backendEnv(username: string, database: string): Record<string, s
   }
 }
 
+const S_IFREG = 0o100000
+/** What the glue's `FS_createDataFile(path, null, data, true, true, true)` gives a preloaded file. */
+const PRELOADED_MODE = 0o777
+
+/**
+ * Replaces the glue's way of creating the thousands of `pglite.data` files
+ * (a path lookup, open, write and chmod each) with one MEMFS node each,
+ * sharing the package's bytes: the same files at about a third of the cost,
+ * which is most of what a pooled module costs to make. Run in `preRun`,
+ * before the glue's package loader (also a `preRun`) does its work.
+ */
+export function installFastPreload(m: PostgresModule): void {
+  const fs = m.FS
+  const dirs = new Map<string, FsNode>()
+  const dirNode = (path: string): FsNode => {
+    let node = dirs.get(path)
+    if (!node) dirs.set(path, (node = fs.lookupPath(path).node))
+    return node
+  }
+  const hooks = m as unknown as { FS_createDataFile: (path: string, name: null, data: Uint8Array) => void }
+  hooks.FS_createDataFile = (path, _name, data) => {
+    const slash = path.lastIndexOf('/')
+    const parent = dirNode(slash === 0 ? '/' : path.slice(0, slash))
+    const node = parent.node_ops.mknod(parent, path.slice(slash + 1), S_IFREG | PRELOADED_MODE, 0)
+    node.contents = data
+    node.usedBytes = data.byteLength
+    // Every module shares these bytes: a write must copy first (pgdata-tree.ts).
+    node.pgwasmShared = true
+  }
+}
+
 /** `getPreloadedPackage` handing every instance the same `pglite.data` buffer. */
 export function preloadedPackage(assets: EngineAssets): (name: string, size: number) => ArrayBuffer {
   return (_name, size) => {
@@ -130,7 +161,7 @@ export function preloadedPackage(assets: EngineAssets): (name: string, size: num
  * processes), `popen('locale -a')` reads the shipped locale list
  * (wasm-abi.md §5.4). Must run in `onRuntimeInitialized`, before `callMain`.
  */
-export function installProcessHooks(mod: import('./emscripten.js').PostgresModule): number[] {
+export function installProcessHooks(mod: PostgresModule): number[] {
   let open = 0
   const system = mod.addFunction(() => 1, 'pi')
   const popen = mod.addFunction((cmdPtr: number) => {
