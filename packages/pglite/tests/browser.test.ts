@@ -8,6 +8,7 @@ import { build } from 'esbuild'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
+import { PGlite } from '../src/index.js'
 
 /**
  * The browser build in real headless Chromium (Debian's `chromium`): a page
@@ -21,6 +22,9 @@ const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
 let out: string
+/** A database dumped in Node, served to the page. */
+let nodeDump: Uint8Array
+const BIG_BYTEA = 3 * 1024 * 1024
 /** README blocks marked `// browser example`, run as pages of their own. */
 const readmeExamples = [...readFileSync(join(pkgDir, 'README.md'), 'utf8').matchAll(/```js\n(\/\/ browser example[\s\S]*?)```/g)].map((m) => m[1]!)
 const examplesDir = join(here, 'browser', '.examples')
@@ -64,6 +68,18 @@ beforeAll(async () => {
     return file
   })
   if (entries.length > 0) await build({ entryPoints: entries, bundle: true, format: 'esm', platform: 'browser', outdir: out, logLevel: 'error' })
+  const source = await PGlite.create()
+  await source.exec(`
+    create table items (id serial primary key, name text not null, price numeric(10,2));
+    create index items_name on items (name);
+    insert into items (name, price) select 'item ' || g, g * 1.25 from generate_series(1, 500) g;
+    create sequence ticket start 41;
+    select nextval('ticket');
+    create table blobs (id int primary key, data bytea);
+    insert into blobs values (1, (select string_agg(decode(md5(g::text), 'hex'), ''::bytea) from generate_series(1, ${BIG_BYTEA / 16}) g));
+  `)
+  nodeDump = new Uint8Array(await (await source.dumpDataDir('gzip')).arrayBuffer())
+  await source.close()
   const assets = join(pkgDir, 'dist', 'browser', 'assets')
   const app = readFileSync(join(out, 'app.js'))
   server = createServer((req, res) => {
@@ -74,6 +90,7 @@ beforeAll(async () => {
     }
     if (url.pathname === '/') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
     if (url.pathname === '/app.js') return send(200, 'text/javascript', app)
+    if (url.pathname === '/node-dump.tgz') return send(200, 'application/gzip', nodeDump)
     const example = /^\/(example-\d+)\.(html|js)$/.exec(url.pathname)
     if (example) {
       if (example[2] === 'html') return send(200, 'text/html', `<!doctype html><meta charset="utf-8"><script type="module" src="/${example[1]}.js"></script>`)
@@ -174,6 +191,24 @@ describe('browser build in Chromium', () => {
     expect(r).toMatchObject({ isLocked: true, error: { name: 'DataDirLockedError' } })
     await first.close()
     await second.close()
+  }, 180_000)
+
+  it('a dump made in Node opens in the browser (idb://), and its dump opens back in Node', async () => {
+    const page = await openPage()
+    const r = await call(page, 'roundTrip', `${origin}/node-dump.tgz`)
+    expect(r).toMatchObject({ n: 500, total: '156562.50', big: BIG_BYTEA, next: 42 })
+    expect(r.plan).toContain('items_name')
+    const back = await PGlite.create({ loadDataDir: Buffer.from(r.dump, 'base64') })
+    try {
+      const { rows } = await back.query<{ n: number; last: string; md5: string }>(
+        `select count(*)::int as n, max(name) filter (where id = (select max(id) from items)) as last, (select md5(data) from blobs) as md5 from items`,
+      )
+      expect(rows[0]).toMatchObject({ n: 501, last: 'from the browser', md5: r.md5 })
+      expect((await back.query<{ v: string }>(`select nextval('ticket')::text as v`)).rows[0]!.v).toBe('43')
+    } finally {
+      await back.close()
+      await page.close()
+    }
   }, 180_000)
 
   it('loads the engine from assetBaseUrl, and a missing, truncated or mis-served asset rejects naming the URL', async () => {

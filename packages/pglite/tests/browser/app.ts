@@ -97,6 +97,25 @@ const api = {
     }
   },
 
+  /** Opens a dump made in Node into idb://, checks it, changes it, and dumps it back (base64). */
+  async roundTrip(url: string) {
+    const dump = await (await fetch(url)).blob()
+    const db = await PGlite.create('idb://from-node', { loadDataDir: dump })
+    const before = await db.query<{ n: number; total: string; big: number; md5: string }>(
+      `select (select count(*)::int from items) as n, (select sum(price)::text from items) as total,
+              (select length(data) from blobs where id = 1) as big, (select md5(data) from blobs where id = 1) as md5`,
+    )
+    const usesIndex = await db.query<{ plan: string }>(`explain select * from items where name = 'item 7'`)
+    const next = await db.query<{ v: number }>(`select nextval('ticket') as v`)
+    await db.query(`insert into items (name, price) values ('from the browser', 1.5)`)
+    const back = await db.dumpDataDir('gzip')
+    await db.close()
+    const bytes = new Uint8Array(await back.arrayBuffer())
+    let binary = ''
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+    return { ...before.rows[0]!, plan: usesIndex.rows.map((r) => Object.values(r)[0]).join('\n'), next: Number(next.rows[0]!.v), dump: btoa(binary) }
+  },
+
   async withAssetBase(base: string) {
     try {
       const db = await PGlite.create({ assetBaseUrl: base })
