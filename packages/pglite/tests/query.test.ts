@@ -351,3 +351,32 @@ describe('query() and exec()', () => {
   })
 })
 
+
+describe('rows of a shape used many times (compiled row builder)', () => {
+  const SQL = `select g as "n", (-g * 400)::int2 as small, case when g % 7 = 0 then null else g * 100000 end as maybe,
+                      'v' || g as "quote""d name", g::text as "1", (g % 2 = 0) as even, g::int8 as big
+               from generate_series(1, 80) g order by g`
+  const expected = Array.from({ length: 80 }, (_, k) => {
+    const g = k + 1
+    return { n: g, small: -g * 400, maybe: g % 7 === 0 ? null : g * 100000, 'quote"d name': `v${g}`, 1: String(g), even: g % 2 === 0, big: g }
+  })
+
+  it('gives the same rows, in the same key order, before and after the builder takes over', async () => {
+    for (let round = 0; round < 3; round++) {
+      const { rows } = await db.query<Record<string, unknown>>(SQL)
+      expect(rows).toEqual(expected)
+      for (const row of rows) expect(Object.keys(row)).toEqual(['1', 'n', 'small', 'maybe', 'quote"d name', 'even', 'big'])
+    }
+  })
+
+  it('keeps a column named __proto__ an own property, and custom int parsers apply', async () => {
+    const { rows } = await db.query<Record<string, unknown>>(`select g as "__proto__" from generate_series(1, 40) g`)
+    expect(rows).toHaveLength(40)
+    for (const [k, row] of rows.entries()) {
+      expect(Object.getPrototypeOf(row)).toBe(Object.prototype)
+      expect(Object.getOwnPropertyDescriptor(row, '__proto__')?.value).toBe(k + 1)
+    }
+    const custom = await db.query<{ g: unknown }>('select g from generate_series(1, 40) g', [], { parsers: { [OID.INT4]: (v) => `int:${v}` } })
+    expect(custom.rows[39]).toEqual({ g: 'int:40' })
+  })
+})

@@ -1,5 +1,5 @@
 import type { DatabaseError } from '../errors.js'
-import type { Parser } from '../types/parsers.js'
+import { isBuiltinIntParser, type Parser } from '../types/parsers.js'
 import { Backend } from './codes.js'
 import type { FrameSink } from './frames.js'
 import { readDatabaseError, readNotification, readServerFields, type NoticeFields, type Notification } from './messages.js'
@@ -31,6 +31,42 @@ export interface RowShape {
   readonly typeIds: readonly number[]
   /** A column named `__proto__` needs defineProperty: assignment would set the prototype. */
   readonly hasProtoKey: boolean
+  /** Columns of int2/int4 with the built-in parser: digits are read from the bytes, no string made. */
+  readonly intColumns: readonly boolean[]
+  /** Rows decoded with this shape; a shape that keeps being used gets a compiled row builder. */
+  rowsSeen: number
+  /** Makes a row object from the column values in one literal (fast properties, no per-key transitions). */
+  build: ((values: readonly unknown[]) => Record<string, unknown>) | undefined | null
+}
+
+/** Rows after which a shape gets a compiled builder: a one-off query should not pay for compiling one. */
+const BUILDER_AFTER_ROWS = 32
+const INT2 = 21
+const INT4 = 23
+
+/**
+ * `(v) => ({ "k0": v[0], ... })` for these keys, or null where code
+ * generation is refused (a page's Content-Security-Policy) or pointless.
+ * Keys are JSON string literals, so no column name can inject code.
+ */
+function compileRowBuilder(keys: readonly string[]): RowShape['build'] {
+  if (keys.length === 0 || keys.length > 100 || keys.includes('__proto__')) return null
+  try {
+    const body = `return {${keys.map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(', ')}}`
+    return new Function('v', body) as (values: readonly unknown[]) => Record<string, unknown>
+  } catch {
+    return null
+  }
+}
+
+/** The value of ASCII decimal digits (with an optional minus), as `+text` would give for an int2/int4 column. */
+function readDecimal(buf: Uint8Array, start: number, end: number): number {
+  let i = start
+  const negative = buf[i] === 0x2d
+  if (negative) i++
+  let n = 0
+  for (; i < end; i++) n = n * 10 + (buf[i]! - 0x30)
+  return negative ? -n : n
 }
 
 export function readRowDescription(buf: Uint8Array, start: number, end: number): Field[] {
@@ -56,6 +92,9 @@ export function makeRowShape(fields: Field[], parsers: Readonly<Record<number, P
     parsers: fields.map((f) => parsers[f.dataTypeID]),
     typeIds: fields.map((f) => f.dataTypeID),
     hasProtoKey: fields.some((f) => f.name === '__proto__'),
+    intColumns: fields.map((f) => (f.dataTypeID === INT2 || f.dataTypeID === INT4) && isBuiltinIntParser(parsers[f.dataTypeID])),
+    rowsSeen: 0,
+    build: undefined,
   }
 }
 
@@ -83,6 +122,8 @@ export class ResultCollector implements FrameSink {
   #rows: unknown[] = []
   #rowMode: RowMode = 'object'
   #parsers: Readonly<Record<number, Parser>> = {}
+  /** Column values of the row being built, reused across rows. */
+  readonly #values: unknown[] = []
 
   /**
    * Re-arms the collector for one exec. `shape` is the known row shape of a
@@ -176,6 +217,27 @@ export class ResultCollector implements FrameSink {
         row[c] = parse ? parse(text, shape!.typeIds[c]!) : text
       }
       return row
+    }
+    if (shape && shape.build === undefined && ++shape.rowsSeen >= BUILDER_AFTER_ROWS) shape.build = compileRowBuilder(shape.keys)
+    if (shape?.build) {
+      const values = this.#values
+      values.length = count
+      for (let c = 0; c < count; c++) {
+        const length = readInt32(buf, i)
+        i += 4
+        if (length < 0) {
+          values[c] = null
+        } else if (shape.intColumns[c]) {
+          values[c] = readDecimal(buf, i, i + length)
+          i += length
+        } else {
+          const text = decodeText(buf, i, i + length)
+          i += length
+          const parse = shape.parsers[c]
+          values[c] = parse ? parse(text, shape.typeIds[c]!) : text
+        }
+      }
+      return shape.build(values)
     }
     const row: Record<string, unknown> = {}
     const keys = shape?.keys

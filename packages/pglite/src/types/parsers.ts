@@ -9,6 +9,11 @@ const parseBool: Parser = (value) => value === 't'
 // exactly as JavaScript spells them, and '+' rejects trailing garbage.
 const parseNumber: Parser = (value) => +value
 
+/** Whether `parser` is the built-in one of int2/int4 (the row decoder then reads the digits straight from the bytes). */
+export function isBuiltinIntParser(parser: Parser | undefined): boolean {
+  return parser === parseNumber
+}
+
 const parseInt8: Parser = (value) => {
   const n = +value
   // Every integer outside the safe range converts to a double whose magnitude
