@@ -24,13 +24,13 @@ type AssetName = 'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.g
 export async function readEngineFiles(source: EngineSource): Promise<EngineFiles> {
   const manifest = await import('pgwasm:engine-manifest')
   const fetchAsset = source.assetBaseUrl === undefined ? embedded : (name: AssetName) => fromUrl(source.assetBaseUrl!, name, manifest.sizes[name])
-  const [wasm, data, glue] = await Promise.all([
-    fetchAsset('pglite.wasm'),
+  const [pgliteWasm, data, glue] = await Promise.all([
+    source.assetBaseUrl === undefined ? compileEmbedded() : fetchAsset('pglite.wasm').then((bytes) => compile(bytes, 'pglite.wasm', source)),
     fetchAsset('pglite.data'),
     import('pgwasm:postgres-glue') as Promise<{ default: ModuleFactory<PostgresModule> }>,
   ])
   return {
-    pgliteWasm: await compile(wasm, 'pglite.wasm', source),
+    pgliteWasm,
     pgliteData: data.buffer.byteLength === data.byteLength ? (data.buffer as ArrayBuffer) : (data.slice().buffer as ArrayBuffer),
     postgresFactory: glue.default,
     engineVersion: manifest.engineVersion,
@@ -78,6 +78,23 @@ async function embedded(name: AssetName): Promise<Uint8Array> {
         ? (await import('pgwasm:engine-template')).gzipped[name]
         : (await import('pgwasm:engine-core')).gzipped[name]
   return gunzip(base64Bytes(text))
+}
+
+/**
+ * Decompresses and compiles in one stream: the browser compiles on its own
+ * threads while the rest arrives, instead of after it all did.
+ */
+async function compileEmbedded(): Promise<WebAssembly.Module> {
+  const gz = base64Bytes((await import('pgwasm:engine-core')).gzipped['pglite.wasm'])
+  if (typeof WebAssembly.compileStreaming === 'function' && typeof DecompressionStream === 'function') {
+    const body = new Blob([gz as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('gzip'))
+    try {
+      return await WebAssembly.compileStreaming(new Response(body, { headers: { 'content-type': 'application/wasm' } }))
+    } catch {
+      // Some runtimes refuse a constructed Response: compile the bytes instead.
+    }
+  }
+  return compile(await gunzip(gz), 'pglite.wasm', {})
 }
 
 async function compile(bytes: Uint8Array, name: AssetName, source: EngineSource): Promise<WebAssembly.Module> {

@@ -1,7 +1,11 @@
 import type { FsNode, PostgresModule, StreamWrite } from './emscripten.js'
 
-/** Files are persisted in chunks of this size: one 8 kB page write costs one chunk, not its 16 MB WAL segment. */
-export const CHUNK_BYTES = 64 * 1024
+/**
+ * Files are persisted in chunks of this size: one 8 kB page write costs one
+ * chunk, not its 16 MB WAL segment. Below 64 kB, so Chromium keeps each value
+ * inline instead of wrapping it in a blob file.
+ */
+export const CHUNK_BYTES = 32 * 1024
 
 /** What changed under the journal's root since the last `take()`. */
 export interface FsChanges {
