@@ -59,7 +59,7 @@ if (browser) {
 const require = createRequire(import.meta.url)
 execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-b', join(root, 'tsconfig.json')], { stdio: 'inherit' })
 // Entry declarations beside the bundles; .d.cts is the twin require() users resolve.
-for (const name of cjs) {
+for (const name of entries.filter((n) => !bin.includes(n))) {
   writeFileSync(join(dist, `${name}.d.ts`), `export * from './types/${name}.js'\n`)
-  writeFileSync(join(dist, `${name}.d.cts`), `export * from './types/${name}.js'\n`)
+  if (cjs.includes(name)) writeFileSync(join(dist, `${name}.d.cts`), `export * from './types/${name}.js'\n`)
 }

@@ -5,6 +5,7 @@ import type { KeyRatio, Row, Status, SuiteConfig, SuiteName, Unit } from './type
 export function formatValue(v: number, unit: Unit): string {
   if (unit === 'MB') return `${v.toFixed(0)} MB`
   if (unit === 'queries/s') return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} q/s`
+  if (unit === 'tps') return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} tps`
   if (v >= 1000) return `${(v / 1000).toFixed(2)} s`
   if (v >= 10) return `${v.toFixed(1)} ms`
   if (v >= 1) return `${v.toFixed(2)} ms`
@@ -45,7 +46,7 @@ export class SuiteRun {
     const full: Row = { ...rest, status: 'ok', summary }
     this.rows.push(full)
     this.progress(
-      `${row.case} | ${row.path}: median ${formatValue(summary.p50, row.unit)}, p95 ${formatValue(summary.p95, row.unit)} (n=${summary.n})`,
+      `${row.case} | ${row.path}: median ${formatValue(summary.p50, row.unit)}, p95 ${formatValue(summary.p95, row.unit)}, p99 ${formatValue(summary.p99, row.unit)} (n=${summary.n})`,
     )
     return full
   }
@@ -61,10 +62,15 @@ export class SuiteRun {
   }
 }
 
-export interface TimedPath {
-  path: string
-  fn: () => Promise<unknown>
-}
+/**
+ * One path of an interleaved case: either a function timed here, or a
+ * `round` that times its own calls elsewhere (another process, e.g. on
+ * another Node) with {@link timeRound} and hands back the samples, so a
+ * path that cannot share this process still takes its turn in the rotation.
+ */
+export type TimedPath =
+  | { path: string; fn: () => Promise<unknown> }
+  | { path: string; round: (iterations: number, warmup: number) => Promise<number[]> }
 
 export interface InterleaveOptions {
   /** Timed iterations per path, spread over the rounds. */
@@ -81,10 +87,31 @@ export function totalCalls(o: InterleaveOptions): number {
 }
 
 /**
+ * One round of one path: a fresh tinybench `Bench` with a fixed iteration
+ * count (time budget 0), so runs are reproducible and data-mutating cases
+ * know how often they run. Returns the latency samples in ms.
+ * @throws the task's error, or when tinybench reports it did not complete.
+ */
+export async function timeRound(name: string, fn: () => Promise<unknown>, iterations: number, warmup: number): Promise<number[]> {
+  const bench = new Bench({
+    time: 0,
+    iterations,
+    warmup: warmup > 0,
+    warmupIterations: warmup,
+    warmupTime: 0,
+    retainSamples: true,
+    throws: true,
+  })
+  bench.add(name, fn, { async: true })
+  await bench.run()
+  const result = bench.tasks[0]!.result
+  if (result.state !== 'completed') throw new Error(`tinybench task ended ${result.state}`)
+  return [...(result.latency.samples ?? [])]
+}
+
+/**
  * Times every path with tinybench in rounds, rotating the order each round,
- * so machine drift (thermal, GC, other load) lands on all paths alike. Each
- * round is a fresh Bench with a fixed iteration count (time budget 0), so
- * runs are reproducible and data-mutating cases know how often they run.
+ * so machine drift (thermal, GC, other load) lands on all paths alike.
  * Returns the merged latency samples (ms) per path, or the error it threw.
  */
 export async function timeInterleaved(paths: readonly TimedPath[], o: InterleaveOptions): Promise<Map<string, number[] | Error>> {
@@ -97,21 +124,9 @@ export async function timeInterleaved(paths: readonly TimedPath[], o: Interleave
       const p = paths[(k + r) % paths.length]!
       const acc = out.get(p.path)
       if (acc instanceof Error) continue
-      const bench = new Bench({
-        time: 0,
-        iterations: perRound,
-        warmup: warmPerRound > 0,
-        warmupIterations: warmPerRound,
-        warmupTime: 0,
-        retainSamples: true,
-        throws: true,
-      })
-      bench.add(p.path, p.fn, { async: true })
       try {
-        await bench.run()
-        const result = bench.tasks[0]!.result
-        if (result.state !== 'completed') throw new Error(`tinybench task ended ${result.state}`)
-        acc!.push(...(result.latency.samples ?? []))
+        const samples = 'fn' in p ? await timeRound(p.path, p.fn, perRound, warmPerRound) : await p.round(perRound, warmPerRound)
+        acc!.push(...samples)
       } catch (err) {
         out.set(p.path, err instanceof Error ? err : new Error(String(err)))
       }

@@ -34,7 +34,7 @@ const lines: string[] = [
   `| Settings | scale ${env.settings.scale}, iterations ${env.settings.iterations ?? 'default'}, warm-up ${env.settings.warmup ?? 'default'}${env.settings.filter ? `, filter ${env.settings.filter}` : ''} |`,
   ...Object.entries(env.versions).map(([k, v]) => `| ${k} | ${v ?? 'not installed'} |`),
   '',
-  'Ratios are pgwasm / anchor of the medians from the same run: below 1 means pgwasm takes less time (for queries/s rows, above 1 means pgwasm serves more).',
+  'Ratios are pgwasm / anchor of the medians from the same run: below 1 means pgwasm takes less time (for queries/s and tps rows, above 1 means pgwasm serves more).',
   '',
 ]
 for (const suite of result.suites) {

@@ -1,5 +1,5 @@
 import { formatValue } from './harness.js'
-import type { Row, SuiteResult, Unit } from './types.js'
+import { isHigherBetter, type Row, type SuiteResult, type Unit } from './types.js'
 
 /**
  * A horizontal bar chart of medians: one group per case, one bar per path
@@ -53,7 +53,7 @@ export function chart(suite: SuiteResult): string | null {
     y += GAP
   }
   const scaleNote = units
-    .map((u) => `${u === 'queries/s' ? 'queries/s (higher is better)' : `${u} (lower is better)`}: ${scales.get(u)!.log ? 'log scale' : 'linear scale'}`)
+    .map((u) => `${u} (${isHigherBetter(u) ? 'higher' : 'lower'} is better): ${scales.get(u)!.log ? 'log scale' : 'linear scale'}`)
     .join('; ')
   const total = LABEL_W + BAR_W + VALUE_W + 120
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${total}" height="${y + 8}" viewBox="0 0 ${total} ${y + 8}" font-family="system-ui, -apple-system, Segoe UI, sans-serif">

@@ -26,15 +26,15 @@ export function computeRatios(suite: SuiteResult): void {
   }
 }
 
-const HEAD = ['Case', 'Path', 'Median', 'p95', 'Trimmed mean', 'n', 'ours/anchor']
+const HEAD = ['Case', 'Path', 'Median', 'p95', 'p99', 'Trimmed mean', 'n', 'ours/anchor']
 
 function cells(row: Row, first: boolean): string[] {
   const c = first ? row.case : ''
   // The reason goes last so a long one does not widen the number columns.
-  if (row.status !== 'ok' || !row.summary) return [c, row.path, row.status, '', '', '', row.reason ?? '']
+  if (row.status !== 'ok' || !row.summary) return [c, row.path, row.status, '', '', '', '', row.reason ?? '']
   const s = row.summary
   const ratio = row.ratio === undefined ? '' : `${formatRatio(row.ratio)} (${row.vs})`
-  return [c, row.path, formatValue(s.p50, row.unit), formatValue(s.p95, row.unit), formatValue(s.trimmedMean, row.unit), String(s.n), ratio]
+  return [c, row.path, formatValue(s.p50, row.unit), formatValue(s.p95, row.unit), formatValue(s.p99, row.unit), formatValue(s.trimmedMean, row.unit), String(s.n), ratio]
 }
 
 function bodyRows(suite: SuiteResult): string[][] {
@@ -60,14 +60,14 @@ export function renderText(suite: SuiteResult): string {
     const widths = HEAD.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)))
     const fmt = (r: string[]) =>
       r
-        .map((c, i) => (i >= 2 && i <= 5 && /^[\d.]/.test(c) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+        .map((c, i) => (i >= 2 && i <= 6 && /^[\d.]/.test(c) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
         .join('  ')
         .trimEnd()
     lines.push(fmt(HEAD), widths.map((w) => '-'.repeat(w)).join('  '))
     for (const r of body) lines.push(fmt(r))
   }
   if (suite.ratios.length > 0) {
-    lines.push('', 'Key ratios (medians; < 1 means pgwasm takes less time):')
+    lines.push('', 'Key ratios (medians; < 1 means pgwasm takes less time, > 1 on q/s and tps rows means it serves more):')
     for (const k of suite.ratios) lines.push(`  ${ratioLine(k)}`)
   }
   for (const n of suite.notes) lines.push(`note: ${n}`)
@@ -82,12 +82,12 @@ export function renderMarkdown(suite: SuiteResult): string {
   if (suite.status !== 'ok') lines.push(`**${suite.status}**: ${suite.reason ?? ''}`, '')
   const body = bodyRows(suite)
   if (body.length > 0) {
-    lines.push(`| ${HEAD.join(' | ')} |`, `| ${HEAD.map((_, i) => (i >= 2 && i <= 6 ? '---:' : '---')).join(' | ')} |`)
+    lines.push(`| ${HEAD.join(' | ')} |`, `| ${HEAD.map((_, i) => (i >= 2 && i <= 7 ? '---:' : '---')).join(' | ')} |`)
     for (const r of body) lines.push(`| ${r.map(mdEscape).join(' | ')} |`)
     lines.push('')
   }
   if (suite.ratios.length > 0) {
-    lines.push('Key ratios (medians of the same run; below 1 means pgwasm takes less time):', '')
+    lines.push('Key ratios (medians of the same run; below 1 means pgwasm takes less time, above 1 on queries/s and tps rows means it serves more):', '')
     for (const k of suite.ratios) lines.push(`- ${mdEscape(ratioLine(k))}`)
     lines.push('')
   }

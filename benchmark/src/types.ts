@@ -1,13 +1,19 @@
 /** Shapes shared by the CLI, the suite children, the report and the test. */
 
-export const SUITES = ['startup', 'rtt', 'speedtest', 'socket', 'prisma'] as const
+export const SUITES = ['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser'] as const
 export type SuiteName = (typeof SUITES)[number]
 
 /** `ok`: measured; `skipped`: an anchor that could not run here; `not built`: our side does not exist yet; `failed`: it ran and threw. */
 export type Status = 'ok' | 'skipped' | 'not built' | 'failed'
 
-/** Lower is better for every unit except `queries/s`. */
-export type Unit = 'ms' | 'MB' | 'queries/s'
+/** Rates (`queries/s`, `tps`: pgbench transactions per second) are better higher; every other unit lower. */
+export const UNITS = ['ms', 'MB', 'queries/s', 'tps'] as const
+export type Unit = (typeof UNITS)[number]
+
+/** Whether a bigger median is better for `unit`, which flips how a ratio reads (ours/anchor above 1 is then a win). */
+export function isHigherBetter(unit: Unit): boolean {
+  return unit === 'queries/s' || unit === 'tps'
+}
 
 /** Statistics of one row's samples, computed by `summarize` in stats.ts. */
 export interface Summary {

@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BENCH_DIR } from '../src/paths.js'
+import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
-import { PRISMA_CASES } from '../src/suites/prisma.js'
+import { BROWSER_CASES, BROWSER_PATHS } from '../src/suites/browser.js'
+import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
+import { PRISMA_CASES, PRISMA_PATHS } from '../src/suites/prisma.js'
 import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
 import { caseNames, SOCKET_PATHS } from '../src/suites/socket.js'
 import { TARGETS } from '../src/suites/speedtest-child.js'
@@ -30,7 +33,9 @@ const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
   rtt: { cases: RTT_CASES, paths: RTT_PATHS },
   speedtest: { cases: [...WORKLOAD_NAMES, TOTAL], paths: TARGETS.map((t) => t.path) },
   socket: { cases: caseNames().map((c) => c.name), paths: SOCKET_PATHS },
-  prisma: { cases: PRISMA_CASES, paths: ['pgwasm Prisma adapter'] },
+  prisma: { cases: [...PRISMA_CASES], paths: PRISMA_PATHS },
+  live: { cases: LIVE_CASES, paths: LIVE_PATHS },
+  browser: { cases: BROWSER_CASES, paths: BROWSER_PATHS },
 }
 
 function nativeAvailable(): boolean {
@@ -67,7 +72,7 @@ describe('pnpm bench at a tiny scale', () => {
     expect(result.environment.node).toBe(process.version)
     expect(result.environment.versions['@electric-sql/pglite']).toBe('0.5.16')
     expect(result.environment.versions['@electric-sql/pglite (under pglite-socket)']).toBe('0.5.16')
-    expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma'])
+    expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser'])
   })
 
   for (const suite of Object.keys(EXPECTED) as SuiteName[]) {
@@ -101,12 +106,14 @@ describe('pnpm bench at a tiny scale', () => {
       rowsOf(suite)
         .filter((r) => r.path.startsWith(pathPrefix))
         .forEach((r) => expect(r.status, `${suite}: ${r.case} | ${r.path}: ${r.reason}`).toBe('ok'))
-    for (const suite of ['startup', 'rtt', 'speedtest'] as const) {
+    // browser needs Debian's chromium, which .ci/run installs; without it the rows say so (skipped).
+    for (const suite of ['startup', 'rtt', 'speedtest', 'live', ...(existsSync('/usr/bin/chromium') ? (['browser'] as const) : [])] as const) {
       mustRun(suite, 'pgwasm')
       mustRun(suite, 'PGlite')
     }
     mustRun('socket', 'pglite-socket')
-    expect(rowsOf('prisma').every((r) => r.status === 'not built')).toBe(true)
+    mustRun('prisma', 'pgwasm')
+    mustRun('prisma', 'pglite-prisma-adapter')
   })
 
   it('computes the ratios other issues track', () => {
@@ -116,6 +123,8 @@ describe('pnpm bench at a tiny scale', () => {
       ['rtt', 'query/raw: 100-row select, pgwasm query() / pgwasm raw stream'],
       ['rtt', 'select by pk: pgwasm query() / PGlite query()'],
       ['speedtest', 'total in memory: pgwasm / PGlite'],
+      ['prisma', `${FIND_UNIQUE}: pgwasm / pglite-prisma-adapter`],
+      ['live', 'write to callback: pgwasm live / PGlite live (target <= 0.5)'],
     ] as const) {
       const k = ratio(suite, name)
       expect(k, name).toBeDefined()
@@ -134,8 +143,8 @@ describe('pnpm bench at a tiny scale', () => {
     const rep = spawnSync(process.execPath, ['--import', 'tsx', 'src/report.ts', jsonFile, '--out', out], { cwd: BENCH_DIR, encoding: 'utf8' })
     expect(rep.status, rep.stderr).toBe(0)
     const md = readFileSync(join(out, 'latest.md'), 'utf8')
-    for (const suite of ['startup', 'rtt', 'speedtest', 'socket', 'prisma']) expect(md).toContain(`## ${suite}`)
-    for (const suite of ['startup', 'rtt', 'speedtest', 'socket']) {
+    for (const suite of ['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live']) expect(md).toContain(`## ${suite}`)
+    for (const suite of ['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live']) {
       const svg = readFileSync(join(out, `${suite}.svg`), 'utf8')
       expect(svg.startsWith('<svg')).toBe(true)
       expect(svg).toContain('<rect')

@@ -4,6 +4,7 @@ import { loadPg } from '../anchors.js'
 import { bundleChild } from '../child.js'
 import { errorText, type SuiteRun } from '../harness.js'
 import { BENCH_DIR } from '../paths.js'
+import { findPgbench, initPgbench, runPgbench } from '../pgbench.js'
 import { bindDescribeExecuteSync, parseNamed, ReplyScanner, startupMessage } from '../protocol.js'
 import type { Unit } from '../types.js'
 
@@ -29,6 +30,8 @@ export const CONCURRENCY = [1, 4, 16] as const
 export const WORKLOADS = ['select by pk', '100-row select'] as const
 export const PIPELINE_BATCH = 100
 export const PIPELINED = `pipelined select by pk (1 connection, ${PIPELINE_BATCH} per batch)`
+export const PGBENCH_CLIENTS = 8
+export const PGBENCH = `pgbench TPC-B-like, ${PGBENCH_CLIENTS} clients: throughput`
 
 export function caseNames(): { name: string; unit: Unit }[] {
   const out: { name: string; unit: Unit }[] = []
@@ -38,6 +41,7 @@ export function caseNames(): { name: string; unit: Unit }[] {
     }
   }
   out.push({ name: `${PIPELINED}: batch latency`, unit: 'ms' }, { name: `${PIPELINED}: throughput`, unit: 'queries/s' })
+  out.push({ name: PGBENCH, unit: 'tps' })
   return out
 }
 
@@ -153,13 +157,24 @@ export async function run(s: SuiteRun): Promise<void> {
   const perRound = Math.max(16, Math.round(1600 * cfg.scale))
   const warmup = cfg.warmup ?? Math.max(16, Math.round(160 * cfg.scale))
   const batches = Math.max(2, Math.round(20 * cfg.scale))
-  Object.assign(s.settings, { rounds, queriesPerRound: perRound, warmupQueriesPerClient: warmup, pipelineBatchesPerRound: batches, batchSize: PIPELINE_BATCH })
+  const pgbenchTx = Math.max(5, Math.round(100 * cfg.scale))
+  Object.assign(s.settings, {
+    rounds,
+    queriesPerRound: perRound,
+    warmupQueriesPerClient: warmup,
+    pipelineBatchesPerRound: batches,
+    batchSize: PIPELINE_BATCH,
+    pgbench: `-c ${PGBENCH_CLIENTS} -t ${pgbenchTx} per round, after -i -I dtGvp -s 1`,
+  })
   s.notes.push(
     `Per round, ${perRound} queries split over the clients; latency is per query (pg client.query, extended protocol, unnamed statement), throughput is queries per second of wall time per round.`,
     'Each server runs in its own process; every server gets the same rounds in rotating order. The pglite-socket server runs @electric-sql/pglite 0.5.16 in memory (pnpm override).',
     `Pipelined: one raw connection writes ${PIPELINE_BATCH} Bind/Execute/Sync of a prepared select by pk at once and waits for all replies.`,
+    `pgbench: built-in TPC-B-like script, -c ${PGBENCH_CLIENTS} -t ${pgbenchTx} per round (tps without connection time), on tables from pgbench -i -I dtGvp -s 1 (server-side generation on every target); one untimed warm-up run first.`,
   )
   const pg = await loadPg()
+  const pgbench = findPgbench()
+  const pgbenchFailed = new Map<string, string>()
   const servers: Server[] = []
   const hosts: ChildProcess[] = []
   const file = await bundleChild('suites/socket-server.ts')
@@ -322,6 +337,36 @@ export async function run(s: SuiteRun): Promise<void> {
       }
       for (const c of conns.values()) c.client.close()
     }
+
+    if (s.wants(PGBENCH) && pgbench.ok) {
+      const bin = pgbench.value
+      const ready: Server[] = []
+      for (const sv of live) {
+        if (failed.has(sv.path)) continue
+        try {
+          await initPgbench(bin, sv.connection!)
+          await runPgbench(bin, sv.connection!, PGBENCH_CLIENTS, Math.max(5, Math.round(pgbenchTx / 10)))
+          ready.push(sv)
+        } catch (err) {
+          pgbenchFailed.set(sv.path, errorText(err))
+        }
+      }
+      for (let r = 0; r < rounds; r++) {
+        for (let k = 0; k < ready.length; k++) {
+          const sv = ready[(k + r) % ready.length]!
+          if (pgbenchFailed.has(sv.path)) continue
+          try {
+            const res = await runPgbench(bin, sv.connection!, PGBENCH_CLIENTS, pgbenchTx)
+            if (res.failed > 0 || res.processed !== res.expected) {
+              pgbenchFailed.set(sv.path, `round ${r + 1}: ${res.failed} failed transactions, ${res.processed}/${res.expected} processed`)
+            } else push(PGBENCH, sv.path, [res.tps])
+          } catch (err) {
+            pgbenchFailed.set(sv.path, errorText(err))
+          }
+        }
+      }
+      s.progress('pgbench done')
+    }
   } finally {
     for (const sv of live) {
       const schema = sv.connection?.schema
@@ -339,12 +384,15 @@ export async function run(s: SuiteRun): Promise<void> {
   s.ratio(`${pk1} latency: pgwasm socket / pglite-socket`, { case: `${pk1}: latency`, path: OURS }, { case: `${pk1}: latency`, path: 'pglite-socket' })
   s.ratio(`${pk16} throughput: pgwasm socket / pglite-socket (above 1 is better)`, { case: `${pk16}: throughput`, path: OURS }, { case: `${pk16}: throughput`, path: 'pglite-socket' })
   s.ratio(`${pk1} latency: pgwasm socket / native pg`, { case: `${pk1}: latency`, path: OURS }, { case: `${pk1}: latency`, path: 'native pg' })
+  s.ratio('pgbench tps: pgwasm socket / pglite-socket (target >= 2, above 1 is better)', { case: PGBENCH, path: OURS }, { case: PGBENCH, path: 'pglite-socket' })
   for (const { name, unit } of caseNames()) {
     if (!s.wants(name)) continue
     for (const sv of servers) {
       const base = { case: name, path: sv.path, side: sv.side, unit, ...(sv.vs ? { vs: sv.vs } : {}) }
       if (sv.status !== 'ok') s.mark({ ...base, status: sv.status, reason: sv.reason ?? '' })
       else if (failed.has(sv.path)) s.mark({ ...base, status: 'failed', reason: failed.get(sv.path)! })
+      else if (name === PGBENCH && !pgbench.ok) s.mark({ ...base, status: 'skipped', reason: pgbench.reason })
+      else if (name === PGBENCH && pgbenchFailed.has(sv.path)) s.mark({ ...base, status: 'failed', reason: pgbenchFailed.get(sv.path)! })
       else s.add({ ...base, samples: samples.get(key(name, sv.path)) ?? [] })
     }
   }

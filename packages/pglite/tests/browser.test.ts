@@ -59,7 +59,14 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set PGWASM_CHROMIUM`)
   out = mkdtempSync(join(tmpdir(), 'pgwasm-browser-'))
   // What an app author runs, with no plugin, loader or copied file.
-  await build({ entryPoints: [join(here, 'browser', 'app.ts')], bundle: true, format: 'esm', platform: 'browser', outdir: out, logLevel: 'error' })
+  await build({
+    entryPoints: [join(here, 'browser', 'app.ts'), join(here, 'browser', 'pg-worker.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    outdir: out,
+    logLevel: 'error',
+  })
   // Beside the package (not in tmp), so `@pgwasm/pglite` resolves as it does for a user.
   mkdirSync(examplesDir, { recursive: true })
   const entries = readmeExamples.map((code, i) => {
@@ -82,6 +89,7 @@ beforeAll(async () => {
   await source.close()
   const assets = join(pkgDir, 'dist', 'browser', 'assets')
   const app = readFileSync(join(out, 'app.js'))
+  const workerScript = readFileSync(join(out, 'pg-worker.js'))
   server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1')
     const send = (status: number, type: string, body: string | Uint8Array) => {
@@ -90,6 +98,7 @@ beforeAll(async () => {
     }
     if (url.pathname === '/') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
     if (url.pathname === '/app.js') return send(200, 'text/javascript', app)
+    if (url.pathname === '/pg-worker.js') return send(200, 'text/javascript', workerScript)
     if (url.pathname === '/node-dump.tgz') return send(200, 'application/gzip', nodeDump)
     const example = /^\/(example-\d+)\.(html|js)$/.exec(url.pathname)
     if (example) {
@@ -209,6 +218,21 @@ describe('browser build in Chromium', () => {
       await back.close()
       await page.close()
     }
+  }, 180_000)
+
+  it('a module worker runs idb:// across a reload, errors keep class and SQLSTATE, and nothing is logged', async () => {
+    const page = await openPage()
+    const logged: string[] = []
+    page.on('console', (msg) => logged.push(`${msg.type()}: ${msg.text()}`))
+    const first = await call(page, 'viaWorker', 'worker-db', ['one', 'two'])
+    expect(first.rows).toEqual(['one', 'two'])
+    expect(first.error).toMatchObject({ name: 'DatabaseError', code: '22012', isDatabaseError: true })
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    const second = await call(page, 'viaWorker', 'worker-db', ['three'])
+    expect(second.rows).toEqual(['one', 'two', 'three'])
+    expect(logged).toEqual([])
+    await page.close()
   }, 180_000)
 
   it('loads the engine from assetBaseUrl, and a missing, truncated or mis-served asset rejects naming the URL', async () => {

@@ -1,6 +1,7 @@
 // The page of tests/browser.test.ts, bundled with plain esbuild options
 // (`--bundle --format=esm --platform=browser`): what an app author runs.
 import { DatabaseError, DataDirLockedError, PGlite } from '@pgwasm/pglite'
+import { PGliteWorker } from '@pgwasm/pglite/worker'
 
 interface ErrorInfo {
   name: string
@@ -114,6 +115,22 @@ const api = {
     let binary = ''
     for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
     return { ...before.rows[0]!, plan: usesIndex.rows.map((r) => Object.values(r)[0]).join('\n'), next: Number(next.rows[0]!.v), dump: btoa(binary) }
+  },
+
+  /** Writes through a module worker on idb://, reads back, and returns a failing query's error as the page sees it. */
+  async viaWorker(name: string, values: string[]) {
+    const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `idb://${name}` })
+    await pg.exec('create table if not exists w (id serial primary key, v text not null)')
+    for (const v of values) await pg.query('insert into w (v) values ($1)', [v])
+    let error: ErrorInfo | undefined
+    try {
+      await pg.query('select 1 / 0')
+    } catch (err) {
+      error = describe(err)
+    }
+    const { rows } = await pg.query<{ v: string }>('select v from w order by id')
+    await pg.close()
+    return { rows: rows.map((r) => r.v), error }
   },
 
   async withAssetBase(base: string) {

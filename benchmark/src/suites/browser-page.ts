@@ -1,0 +1,78 @@
+// The page the browser suite times, bundled twice: against our
+// `@pgwasm/pglite` (browser build) and against `@electric-sql/pglite`
+// (served as its own ES modules, as its docs use it). Same code, so the
+// numbers compare the libraries only.
+import { PGlite } from '@pgwasm/pglite'
+import { PGliteWorker } from '@pgwasm/pglite/worker'
+
+type Db = { query(sql: string, params?: unknown[]): Promise<unknown>; exec(sql: string): Promise<unknown>; close(): Promise<void> }
+type Ctor = { create(dataDir?: string, options?: Record<string, unknown>): Promise<Db> }
+const Lib = PGlite as unknown as Ctor
+
+const open = new Map<string, Db>()
+
+const api = {
+  /** ms for one in-memory create(). */
+  async createMemory(): Promise<number> {
+    const t0 = performance.now()
+    const db = await Lib.create()
+    const ms = performance.now() - t0
+    await db.query('select 1')
+    await db.close()
+    return ms
+  },
+  /** ms to open (or create) an idb:// database; it stays open for the calls below. */
+  async openIdb(name: string, relaxed: boolean): Promise<number> {
+    const t0 = performance.now()
+    const db = await Lib.create(`idb://${name}`, relaxed ? { relaxedDurability: true } : {})
+    const ms = performance.now() - t0
+    open.set(name, db)
+    await db.exec('create table if not exists kv (id int primary key, v text not null)')
+    return ms
+  },
+  /** Per-op ms of insert + select by pk, each insert a committed write. */
+  async insertSelect(name: string, from: number, n: number): Promise<number[]> {
+    const db = open.get(name)!
+    const out: number[] = []
+    for (let i = from; i < from + n; i++) {
+      const t0 = performance.now()
+      await db.query('insert into kv values ($1, $2)', [i, `value ${i}`])
+      await db.query('select v from kv where id = $1', [i])
+      out.push(performance.now() - t0)
+    }
+    return out
+  },
+  async count(name: string): Promise<number> {
+    const r = (await open.get(name)!.query('select count(*)::int as n from kv')) as { rows: { n: number }[] }
+    return r.rows[0]!.n
+  },
+  /** Per-op ms of insert + select by pk on the main thread and through a module worker, alternating in blocks. */
+  async workerVsDirect(workerUrl: string, n: number): Promise<{ direct: number[]; worker: number[] }> {
+    type WorkerCtor = { create(worker: Worker): Promise<Db> }
+    const direct = await Lib.create()
+    const pg = await (PGliteWorker as unknown as WorkerCtor).create(new Worker(workerUrl, { type: 'module' }))
+    const out = { direct: [] as number[], worker: [] as number[] }
+    for (const db of [direct, pg]) await db.exec('create table kv (id int primary key, v text not null)')
+    let id = 0
+    for (let block = 0; block < 10; block++) {
+      for (const [side, db] of [['direct', direct], ['worker', pg]] as const) {
+        for (let i = 0; i < Math.ceil(n / 10); i++) {
+          const t0 = performance.now()
+          await db.query('insert into kv values ($1, $2)', [++id, 'x'])
+          await db.query('select v from kv where id = $1', [id])
+          out[side].push(performance.now() - t0)
+        }
+      }
+    }
+    await direct.close()
+    await pg.close()
+    return out
+  },
+  async close(name: string): Promise<void> {
+    await open.get(name)?.close()
+    open.delete(name)
+  },
+}
+
+Object.assign(globalThis, { benchApi: api })
+export type BrowserBenchApi = typeof api

@@ -1,0 +1,206 @@
+import { build } from 'esbuild'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { createRequire } from 'node:module'
+import type { AddressInfo } from 'node:net'
+import { dirname, extname, join, normalize } from 'node:path'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { errorText, type SuiteRun } from '../harness.js'
+import { BENCH_DIR, CACHE_DIR } from '../paths.js'
+import type { BrowserBenchApi } from './browser-page.js'
+
+/**
+ * pgwasm's browser build against PGlite's in Debian's headless Chromium:
+ * in-memory create in a fresh page, idb:// first create, reopen after a
+ * reload, and a committed insert + select by pk on idb:// with default and
+ * relaxed durability. Each library is served from 127.0.0.1 with the same
+ * page code; each sample that needs a cold page gets a new browser context
+ * (empty IndexedDB, empty HTTP cache).
+ */
+
+export const OURS = 'pgwasm (browser build)'
+export const ANCHOR = 'PGlite'
+export const BROWSER_PATHS = [OURS, ANCHOR]
+export const CREATE_MEMORY = 'in-memory create, first in a new page'
+export const CREATE_MEMORY_LATER = 'in-memory create, later in the page'
+export const IDB_FIRST = 'idb:// first create'
+export const IDB_REOPEN = 'idb:// reopen after a reload'
+export const IDB_WRITE = 'idb:// insert + select by pk (durable default)'
+export const IDB_WRITE_RELAXED = 'idb:// insert + select by pk (relaxedDurability)'
+export const WORKER_DIRECT = 'in-memory insert + select by pk, main thread'
+export const WORKER_VIA = 'in-memory insert + select by pk, through a worker'
+export const BROWSER_CASES = [CREATE_MEMORY, CREATE_MEMORY_LATER, IDB_FIRST, IDB_REOPEN, IDB_WRITE, IDB_WRITE_RELAXED, WORKER_DIRECT, WORKER_VIA]
+
+const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+const TYPES: Record<string, string> = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.data': 'application/octet-stream', '.gz': 'application/gzip' }
+
+interface Impl {
+  label: string
+  side: 'ours' | 'anchor'
+  /** Path of the page on the server. */
+  page: string
+  /** Path of the worker script. */
+  worker: string
+}
+
+type Api = BrowserBenchApi
+
+async function call<K extends keyof Api>(page: Page, fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>> {
+  return page.evaluate(
+    ([name, a]) => (globalThis as unknown as { benchApi: Record<string, (...x: unknown[]) => unknown> }).benchApi[name as string]!(...(a as unknown[])),
+    [fn, args] as const,
+  ) as Promise<Awaited<ReturnType<Api[K]>>>
+}
+
+export async function run(s: SuiteRun): Promise<void> {
+  const scale = s.config.scale
+  const coldSamples = Math.max(1, Math.min(s.config.iterations ?? 3, 5))
+  const writeOps = Math.max(3, Math.round(20 * Math.min(scale, 1)))
+  const workerOps = Math.max(10, Math.round(200 * Math.min(scale, 1)))
+  Object.assign(s.settings, { coldSamplesPerRow: coldSamples, insertSelectOpsPerSample: writeOps, workerOpsPerRound: workerOps })
+  const markAll = (status: 'skipped' | 'failed', reason: string, impls: Pick<Impl, 'label' | 'side'>[] = [{ label: OURS, side: 'ours' }, { label: ANCHOR, side: 'anchor' }]) => {
+    for (const c of BROWSER_CASES) if (s.wants(c)) for (const i of impls) s.mark({ case: c, path: i.label, side: i.side, unit: 'ms', status, reason })
+  }
+  if (!existsSync(CHROMIUM)) return markAll('skipped', `no Chromium at ${CHROMIUM} (apt-get install chromium, or set PGWASM_CHROMIUM)`)
+  const { chromium } = await import('playwright-core')
+  const require = createRequire(join(BENCH_DIR, 'package.json'))
+  const pgliteDist = dirname(require.resolve('@electric-sql/pglite'))
+  const out = join(CACHE_DIR, 'browser')
+  mkdirSync(out, { recursive: true })
+  const bundle = (entry: string, outfile: string, anchor: boolean) =>
+    build({
+      entryPoints: [join(BENCH_DIR, 'src', 'suites', entry)],
+      outfile,
+      bundle: true,
+      format: 'esm',
+      platform: 'browser',
+      logLevel: 'error',
+      // PGlite's package does not bundle for the browser without help (node:module), so its page imports its own ES modules.
+      plugins: anchor
+        ? [
+            {
+              name: 'anchor',
+              setup: (b) => {
+                b.onResolve({ filter: /^@pgwasm\/pglite$/ }, () => ({ path: '/pglite/index.js', external: true }))
+                b.onResolve({ filter: /^@pgwasm\/pglite\/worker$/ }, () => ({ path: '/pglite/worker/index.js', external: true }))
+              },
+            },
+          ]
+        : [],
+    })
+  await Promise.all([
+    bundle('browser-page.ts', join(out, 'ours.js'), false),
+    bundle('browser-page.ts', join(out, 'pglite.js'), true),
+    bundle('browser-worker.ts', join(out, 'ours-worker.js'), false),
+    bundle('browser-worker.ts', join(out, 'pglite-worker.js'), true),
+  ])
+  const files: Record<string, string> = {
+    '/ours.js': join(out, 'ours.js'),
+    '/anchor.js': join(out, 'pglite.js'),
+    '/ours-worker.js': join(out, 'ours-worker.js'),
+    '/anchor-worker.js': join(out, 'pglite-worker.js'),
+  }
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname
+    const html = (src: string) => `<!doctype html><meta charset="utf-8"><script type="module" src="${src}"></script>`
+    let body: string | Buffer | undefined
+    if (path === '/ours.html') body = html('/ours.js')
+    else if (path === '/anchor.html') body = html('/anchor.js')
+    else if (files[path]) body = readFileSync(files[path]!)
+    else if (path.startsWith('/pglite/')) {
+      const file = normalize(join(pgliteDist, path.slice('/pglite/'.length)))
+      if (file.startsWith(pgliteDist) && existsSync(file)) body = readFileSync(file)
+    }
+    if (body === undefined) {
+      res.writeHead(404).end()
+      return
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' })
+    res.end(body)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const impls: Impl[] = [
+    { label: OURS, side: 'ours', page: '/ours.html', worker: '/ours-worker.js' },
+    { label: ANCHOR, side: 'anchor', page: '/anchor.html', worker: '/anchor-worker.js' },
+  ]
+  let browser: Browser | undefined
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true })
+    const samples = new Map<string, number[]>()
+    const failed = new Map<string, string>()
+    const push = (c: string, impl: Impl, values: number[]) => {
+      const key = `${c}|${impl.label}`
+      samples.set(key, [...(samples.get(key) ?? []), ...values])
+    }
+    const openPage = async (context: BrowserContext, impl: Impl): Promise<Page> => {
+      const page = await context.newPage()
+      await page.goto(origin + impl.page)
+      await page.waitForFunction(() => 'benchApi' in globalThis, undefined, { timeout: 60_000 })
+      return page
+    }
+    for (let round = 0; round < coldSamples; round++) {
+      // Alternate who goes first, so drift lands on both.
+      for (const impl of round % 2 === 0 ? impls : [...impls].reverse()) {
+        if (failed.has(impl.label)) continue
+        const context = await browser.newContext()
+        try {
+          s.progress(`round ${round + 1}/${coldSamples}: ${impl.label}`)
+          const page = await openPage(context, impl)
+          if (s.wants(CREATE_MEMORY) || s.wants(CREATE_MEMORY_LATER)) {
+            push(CREATE_MEMORY, impl, [await call(page, 'createMemory')])
+            push(CREATE_MEMORY_LATER, impl, [await call(page, 'createMemory'), await call(page, 'createMemory')])
+          }
+          push(IDB_FIRST, impl, [await call(page, 'openIdb', 'bench', false)])
+          push(IDB_WRITE, impl, await call(page, 'insertSelect', 'bench', 0, writeOps))
+          // No close: a reload is what a user does; committed rows must be there after it.
+          await page.reload()
+          await page.waitForFunction(() => 'benchApi' in globalThis, undefined, { timeout: 60_000 })
+          push(IDB_REOPEN, impl, [await call(page, 'openIdb', 'bench', false)])
+          const rows = await call(page, 'count', 'bench')
+          if (rows !== writeOps) throw new Error(`after the reload idb://bench has ${rows} rows, ${writeOps} were committed`)
+          await call(page, 'close', 'bench')
+          await call(page, 'openIdb', 'relaxed', true)
+          push(IDB_WRITE_RELAXED, impl, await call(page, 'insertSelect', 'relaxed', 0, writeOps))
+          await call(page, 'close', 'relaxed')
+          if (s.wants(WORKER_DIRECT) || s.wants(WORKER_VIA)) {
+            const w = await call(page, 'workerVsDirect', impl.worker, workerOps)
+            push(WORKER_DIRECT, impl, w.direct)
+            push(WORKER_VIA, impl, w.worker)
+          }
+        } catch (err) {
+          failed.set(impl.label, errorText(err))
+        } finally {
+          await context.close()
+        }
+      }
+    }
+    for (const c of BROWSER_CASES) {
+      if (!s.wants(c)) continue
+      for (const impl of impls) {
+        const reason = failed.get(impl.label)
+        const values = samples.get(`${c}|${impl.label}`) ?? []
+        if (reason !== undefined) s.mark({ case: c, path: impl.label, side: impl.side, unit: 'ms', status: 'failed', reason })
+        else s.add({ case: c, path: impl.label, side: impl.side, unit: 'ms', samples: values, ...(impl.side === 'anchor' ? { vs: OURS } : {}) })
+      }
+    }
+    const ratio = (name: string, c: string) => s.ratio(name, { case: c, path: OURS }, { case: c, path: ANCHOR })
+    ratio('browser: durable idb insert+select, pgwasm / PGlite (target <= 0.1)', IDB_WRITE)
+    ratio('browser: idb reopen after reload, pgwasm / PGlite (target <= 0.5)', IDB_REOPEN)
+    ratio('browser: first idb create, pgwasm / PGlite (target <= 0.25)', IDB_FIRST)
+    ratio('browser: in-memory create in a new page, pgwasm / PGlite (target <= 0.25)', CREATE_MEMORY)
+    s.ratio('browser: worker overhead, pgwasm through a worker / pgwasm main thread (target <= 2)', { case: WORKER_VIA, path: OURS }, { case: WORKER_DIRECT, path: OURS })
+    s.ratio('browser: worker overhead, PGlite through a worker / PGlite main thread', { case: WORKER_VIA, path: ANCHOR }, { case: WORKER_DIRECT, path: ANCHOR })
+    s.notes.push(
+      `Chromium: ${browser.version()}. Each round is a new browser context (cold HTTP cache, empty IndexedDB) per library; the libraries alternate.`,
+      "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating in blocks of ops; Chromium's timer has 0.1 ms resolution without cross-origin isolation.",
+      'PGlite is served as its own dist/ ES modules (it does not bundle for the browser without extra setup); pgwasm as a plain esbuild bundle with the engine inside.',
+    )
+  } catch (err) {
+    markAll('failed', errorText(err))
+  } finally {
+    await browser?.close()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}

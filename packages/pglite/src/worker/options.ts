@@ -1,0 +1,88 @@
+import type { PGliteOptions } from '../options.js'
+import type { Notice, QueryOptions } from '../query/results.js'
+
+/**
+ * What the page's options become in the worker: the argument of `init`.
+ * Only structured-cloneable options cross, so everything function-valued
+ * (`parsers`, `serializers`, `extensions`) is set up inside `init` instead.
+ */
+export interface PGliteWorkerInitOptions
+  extends Omit<PGliteOptions, 'parsers' | 'serializers' | 'extensions' | 'loadDataTree' | 'cloneOf'> {
+  /** Anything structured-cloneable the page wants `init` to see. */
+  meta?: unknown
+  /** Accepted for `@electric-sql/pglite` compatibility; passed to `init` as is. */
+  id?: string
+}
+
+/** Options of `new PGliteWorker(worker, options)`: the `init` options plus how the page treats the worker. */
+export interface PGliteWorkerOptions extends PGliteWorkerInitOptions {
+  /**
+   * Whether `close()` also terminates the worker (after the database closed
+   * cleanly), as `@electric-sql/pglite`'s `PGliteWorker` always does. Off by
+   * default: the worker belongs to the caller, and in Node a worker whose
+   * database closed exits by itself once nothing else keeps it alive.
+   * @default false
+   */
+  terminateOnClose?: boolean
+}
+
+/** Query options as they cross to the worker: the functions left out. */
+export interface WireQueryOptions {
+  rowMode?: QueryOptions['rowMode']
+  paramTypes?: number[]
+  blob?: Blob
+  /** The page has an `onNotice`: the worker sends the notices back with the reply. */
+  wantsNotices?: boolean
+}
+
+const FUNCTION_OPTIONS = ['parsers', 'serializers', 'extensions'] as const
+
+/**
+ * The part of the page's options that goes to `init`.
+ * @throws {TypeError} for an option that holds functions.
+ */
+export function toInitOptions(options: PGliteWorkerOptions): PGliteWorkerInitOptions {
+  for (const name of FUNCTION_OPTIONS) {
+    if ((options as Record<string, unknown>)[name] !== undefined) {
+      throw new TypeError(`\`${name}\` cannot be sent to a worker (functions do not survive structured clone); set it up in the worker's \`init\``)
+    }
+  }
+  const { terminateOnClose: _pageOnly, ...initOptions } = options
+  return initOptions
+}
+
+/**
+ * The cloneable part of per-query options; `undefined` when there is none,
+ * so the common call sends nothing extra.
+ * @throws {TypeError} for `parsers` or `serializers`, which are functions.
+ */
+export function toWireQueryOptions(options: QueryOptions | undefined, method: string): WireQueryOptions | undefined {
+  if (!options) return undefined
+  if (options.parsers !== undefined || options.serializers !== undefined) {
+    const name = options.parsers !== undefined ? 'parsers' : 'serializers'
+    throw new TypeError(
+      `\`${method}\` option \`${name}\` cannot be sent to a worker (functions do not survive structured clone); set \`${name}\` on the PGlite instance the worker's \`init\` returns`,
+    )
+  }
+  const { rowMode, paramTypes, blob, onNotice } = options
+  if (rowMode === undefined && paramTypes === undefined && blob === undefined && onNotice === undefined) return undefined
+  const wire: WireQueryOptions = {}
+  if (rowMode !== undefined) wire.rowMode = rowMode
+  if (paramTypes !== undefined) wire.paramTypes = paramTypes
+  if (blob !== undefined) wire.blob = blob
+  if (onNotice !== undefined) wire.wantsNotices = true
+  return wire
+}
+
+/**
+ * Query options again, in the worker. `notices`, when given, collects what
+ * `onNotice` would have received on the page.
+ */
+export function fromWireQueryOptions(wire: WireQueryOptions, notices: Notice[] | undefined): QueryOptions {
+  const options: QueryOptions = {}
+  if (wire.rowMode !== undefined) options.rowMode = wire.rowMode
+  if (wire.paramTypes !== undefined) options.paramTypes = wire.paramTypes
+  if (wire.blob !== undefined) options.blob = wire.blob
+  if (notices) options.onNotice = (notice) => notices.push(notice)
+  return options
+}
