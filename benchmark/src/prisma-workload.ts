@@ -66,7 +66,8 @@ export function prismaTask(name: PrismaCase, prisma: BenchPrisma): () => Promise
 
 /** Suite process -> bridge child (Node IPC). */
 export type BridgeRequest =
-  | { type: 'setup' }
+  /** `ours`: our adapter on a pgwasm database in the child, to compare with the bridge on the same Node. */
+  | { type: 'setup'; target: 'bridge' | 'ours' }
   | { type: 'round'; seq: number; case: PrismaCase; iterations: number; warmup: number }
   | { type: 'close' }
 

@@ -1,6 +1,7 @@
 /**
  * The prisma-pglite-bridge path in its own process, so it can run on the
- * Node it requires (>= 22) while the suite runs on the repo's Node 20. The
+ * Node it requires (>= 22) while the suite runs on the repo's Node 20; and
+ * our adapter on that same Node, so the two compare on one runtime. The
  * suite sends a `setup`, then one `round` per turn of the interleaving
  * (timed here with the harness's timeRound, the same tinybench settings as
  * the in-process paths), then `close`; see BridgeRequest/BridgeReply.
@@ -43,18 +44,27 @@ function send(reply: BridgeReply): void {
   process.send!(reply)
 }
 
-let bridge: Bridge | undefined
+let bridge: Pick<Bridge, 'close'> | undefined
 let prisma: BenchPrisma | undefined
 const tasks = new Map<PrismaCase, () => Promise<unknown>>()
 
 async function handle(req: BridgeRequest): Promise<void> {
   if (req.type === 'setup') {
-    const polyfilled = polyfill()
-    const { PGliteBridge } = (await import('prisma-pglite-bridge')) as unknown as { PGliteBridge: new () => Bridge }
-    bridge = new PGliteBridge()
-    await bridge.pglite.exec(`${ITEM_DDL};\n${ITEM_SEED}`)
+    const polyfilled = req.target === 'bridge' ? polyfill() : []
     const PrismaClient = await loadPrismaClient()
-    prisma = new PrismaClient({ adapter: bridge.adapter })
+    if (req.target === 'bridge') {
+      const { PGliteBridge } = (await import('prisma-pglite-bridge')) as unknown as { PGliteBridge: new () => Bridge }
+      const b = new PGliteBridge()
+      bridge = b
+      await b.pglite.exec(`${ITEM_DDL};\n${ITEM_SEED}`)
+      prisma = new PrismaClient({ adapter: b.adapter })
+    } else {
+      const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@pgwasm/pglite'), import('@pgwasm/pglite-prisma')])
+      const db = await PGlite.create()
+      await db.exec(`${ITEM_DDL};\n${ITEM_SEED}`)
+      bridge = { close: () => db.close() }
+      prisma = new PrismaClient({ adapter: new PrismaPGlite(db) })
+    }
     await prisma.$connect()
     send({ type: 'ready', node: process.version, polyfilled })
   } else if (req.type === 'round') {

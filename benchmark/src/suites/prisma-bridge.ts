@@ -43,14 +43,14 @@ export class BridgeChild {
    * generated TypeScript client) and sets the bridge up.
    * @throws when the child cannot start or its setup fails.
    */
-  static async start(node: string): Promise<{ child: BridgeChild; node: string; polyfilled: string[] }> {
+  static async start(node: string, target: 'bridge' | 'ours' = 'bridge'): Promise<{ child: BridgeChild; node: string; polyfilled: string[] }> {
     const proc = spawn(node, ['--import', 'tsx', join(BENCH_DIR, 'src', 'suites', 'prisma-bridge-child.ts')], {
       cwd: BENCH_DIR,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     const child = new BridgeChild(proc)
     try {
-      const reply = await child.#request({ type: 'setup' }, SETUP_TIMEOUT_MS)
+      const reply = await child.#request({ type: 'setup', target }, SETUP_TIMEOUT_MS)
       if (reply.type !== 'ready') throw new Error(`unexpected reply ${reply.type} to setup`)
       return { child, node: reply.node, polyfilled: reply.polyfilled }
     } catch (err) {

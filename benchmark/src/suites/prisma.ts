@@ -17,7 +17,9 @@ export const OURS = 'pgwasm Prisma adapter'
 export const ADAPTER = 'pglite-prisma-adapter'
 export const BRIDGE = 'prisma-pglite-bridge'
 export const NATIVE = 'native pg (adapter-pg)'
-export const PRISMA_PATHS = [OURS, ADAPTER, BRIDGE, NATIVE]
+/** Ours in the bridge's child process, on the bridge's Node: the like-for-like comparison when that Node is not this one. */
+export const OURS_BRIDGE_NODE = 'pgwasm Prisma adapter (on the bridge\'s Node)'
+export const PRISMA_PATHS = [OURS, ADAPTER, BRIDGE, OURS_BRIDGE_NODE, NATIVE]
 
 const NATIVE_SCHEMA = 'pgwasm_bench_prisma'
 const WRITES: readonly PrismaCase[] = [CREATE, UPDATE, TRANSACTION]
@@ -93,7 +95,7 @@ async function setupNative(PrismaClient: BenchPrismaCtor, s: SuiteRun): Promise<
  * The bridge on Node 24 when there is one, else on this Node with the one
  * polyfill it needs; says which in the notes, or why neither ran.
  */
-async function setupBridge(s: SuiteRun): Promise<Setup> {
+async function setupBridge(s: SuiteRun, bridgeNode: { bin?: string }): Promise<Setup> {
   const tried: string[] = []
   const node24 = await findNode24()
   const runtimes: { node: string; label: string }[] = []
@@ -103,6 +105,7 @@ async function setupBridge(s: SuiteRun): Promise<Setup> {
   for (const rt of runtimes) {
     try {
       const { child, node, polyfilled } = await BridgeChild.start(rt.node)
+      if (rt.node !== process.execPath) bridgeNode.bin = rt.node
       const how = polyfilled.length > 0 ? `, polyfilled: ${polyfilled.join(', ')}` : ', no polyfill'
       s.settings.bridgeRuntime = `${node}${how}`
       s.notes.push(
@@ -119,6 +122,24 @@ async function setupBridge(s: SuiteRun): Promise<Setup> {
     }
   }
   return { path: BRIDGE, status: 'skipped', reason: `the bridge did not set up: ${tried.join('; ')}` }
+}
+
+/** Our adapter in a child on the bridge's Node, when that is another Node than the suite's. */
+async function setupOursOnBridgeNode(bridgeNode: { bin?: string }): Promise<Setup> {
+  if (!bridgeNode.bin) {
+    return { path: OURS_BRIDGE_NODE, status: 'skipped', reason: `the bridge ran on this process's Node (${process.version}): compare with the pgwasm Prisma adapter row` }
+  }
+  try {
+    const { child } = await BridgeChild.start(bridgeNode.bin, 'ours')
+    return {
+      path: OURS_BRIDGE_NODE,
+      status: 'ok',
+      timed: (name) => ({ path: OURS_BRIDGE_NODE, round: (iterations, warmup) => child.round(name, iterations, warmup) }),
+      close: () => child.close(),
+    }
+  } catch (err) {
+    return { path: OURS_BRIDGE_NODE, status: 'failed', reason: errorText(err) }
+  }
 }
 
 export async function run(s: SuiteRun): Promise<void> {
@@ -140,7 +161,14 @@ export async function run(s: SuiteRun): Promise<void> {
     s.progress(`Prisma Client: ${await ensurePrismaClient()}`)
     const PrismaClient = await loadPrismaClient()
     setups = []
-    for (const setup of [() => setupOurs(PrismaClient), () => setupAdapter(PrismaClient), () => setupBridge(s), () => setupNative(PrismaClient, s)]) {
+    const bridgeNode: { bin?: string } = {}
+    for (const setup of [
+      () => setupOurs(PrismaClient),
+      () => setupAdapter(PrismaClient),
+      () => setupBridge(s, bridgeNode),
+      () => setupOursOnBridgeNode(bridgeNode),
+      () => setupNative(PrismaClient, s),
+    ]) {
       const t0 = performance.now()
       const p = await setup()
       s.progress(`${p.path}: ${p.status === 'ok' ? 'set up' : p.status} in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
@@ -161,7 +189,8 @@ export async function run(s: SuiteRun): Promise<void> {
         { iterations, warmup, rounds },
       )
       for (const p of setups) {
-        const base = { case: name, path: p.path, side: p.path === OURS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(p.path === OURS ? {} : { vs: OURS }) }
+        const ours = p.path === OURS || p.path === OURS_BRIDGE_NODE
+        const base = { case: name, path: p.path, side: ours ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(ours ? {} : { vs: OURS }) }
         const res = results.get(p.path)
         if (p.status !== 'ok') s.mark({ ...base, status: p.status, reason: p.reason })
         else if (failed.has(p.path)) s.mark({ ...base, status: 'failed', reason: failed.get(p.path)! })
@@ -176,7 +205,8 @@ export async function run(s: SuiteRun): Promise<void> {
   }
 
   for (const c of [FIND_MANY, FIND_UNIQUE]) {
-    s.ratio(`${c}: pgwasm / prisma-pglite-bridge (target <= 0.75)`, { case: c, path: OURS }, { case: c, path: BRIDGE })
+    s.ratio(`${c}: pgwasm / prisma-pglite-bridge, both on the bridge's Node (target <= 0.75)`, { case: c, path: OURS_BRIDGE_NODE }, { case: c, path: BRIDGE })
+    s.ratio(`${c}: pgwasm on this Node / prisma-pglite-bridge on its Node`, { case: c, path: OURS }, { case: c, path: BRIDGE })
     s.ratio(`${c}: pgwasm / pglite-prisma-adapter`, { case: c, path: OURS }, { case: c, path: ADAPTER })
   }
 }

@@ -5,7 +5,7 @@
 import type { SqlQuery, SqlQueryable, SqlResultSet } from '@prisma/driver-adapter-utils'
 import type { Parser, QueryOptions, Results } from '@pgwasm/pglite'
 import { toAdapterError } from './errors.js'
-import { columnInfoOf, convertRows, toParams } from './types.js'
+import { columnInfoOf, convertRows, prismaParsers, toParams } from './types.js'
 
 /** The package name, reported to Prisma as the adapter's name. */
 export const ADAPTER_NAME = '@pgwasm/pglite-prisma'
@@ -15,9 +15,20 @@ export interface QueryTarget {
   query<T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>>
 }
 
-// One options object for every call: rows as arrays, as Prisma consumes
-// them, parsed by the instance's own parsers (no per-query parser merge).
-const QUERY_OPTIONS: QueryOptions = { rowMode: 'array' }
+// One options object for every call (the core merges its parsers once):
+// rows as arrays, as Prisma consumes them, and values Prisma reads as text
+// (timestamps, dates, int8, JSON) kept text, never made a Date or object
+// only to be turned back into a string.
+const QUERY_OPTIONS: QueryOptions = { rowMode: 'array', parsers: prismaParsers }
+
+/** The parsers a result was decoded with: the instance's, under the adapter's. */
+const effectiveParsers = new WeakMap<Readonly<Record<number, Parser>>, Readonly<Record<number, Parser>>>()
+
+function withPrismaParsers(instance: Readonly<Record<number, Parser>>): Readonly<Record<number, Parser>> {
+  let merged = effectiveParsers.get(instance)
+  if (!merged) effectiveParsers.set(instance, (merged = { ...instance, ...prismaParsers }))
+  return merged
+}
 
 /** Runs Prisma's queries on a {@link QueryTarget}. */
 export class PGliteQueryable implements SqlQueryable {
@@ -38,7 +49,7 @@ export class PGliteQueryable implements SqlQueryable {
   /** Runs a statement and returns its rows with column names and Prisma column types. */
   async queryRaw(query: SqlQuery): Promise<SqlResultSet> {
     const result = await this.#run(query)
-    const info = columnInfoOf(result.fields, this.#parsers())
+    const info = columnInfoOf(result.fields, withPrismaParsers(this.#parsers()))
     convertRows(result.rows, info)
     // Copies: the column info is shared by every execution of the statement.
     return { columnNames: info.names.slice(), columnTypes: info.types.slice(), rows: result.rows }

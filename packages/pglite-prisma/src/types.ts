@@ -191,6 +191,8 @@ const CONVERTERS = new Map<number, Convert>([
 
 /** `2024-01-02 03:04:05.678` (a timestamp without zone, taken as UTC) as ISO-8601 with an offset. */
 function timestampText(text: string): string {
+  // Postgres prints `YYYY-MM-DD HH:MM:SS[.ffffff]`; a slice beats a search.
+  if (text.length >= 19 && text.charCodeAt(10) === 0x20) return `${text.slice(0, 10)}T${text.slice(11)}+00:00`
   if (text === 'infinity' || text === '-infinity') return text
   return `${text.replace(' ', 'T')}+00:00`
 }

@@ -211,6 +211,11 @@ export class ResultCollector implements FrameSink {
           row[c] = null
           continue
         }
+        if (shape?.intColumns[c]) {
+          row[c] = readDecimal(buf, i, i + length)
+          i += length
+          continue
+        }
         const text = decodeText(buf, i, i + length)
         i += length
         const parse = shape?.parsers[c]
