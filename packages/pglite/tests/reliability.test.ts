@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
+import { bundleFixtures } from './fixtures/bundle.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DataDirLockedError, EngineError, IncompatibleDataDirError, PGlite } from '../src/index.js'
 
@@ -13,17 +13,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 // compile, and one process that SIGKILL really kills.
 const bundleDir = join(here, '.fixtures-build')
 beforeAll(async () => {
-  await build({
-    entryPoints: ['crash-writer', 'lock-contender'].map((n) => join(here, 'fixtures', `${n}.mts`)),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outdir: bundleDir,
-    outExtension: { '.js': '.mjs' },
-    packages: 'external',
-    logLevel: 'error',
-  })
+  await bundleFixtures(join(here, 'fixtures'), ['crash-writer', 'lock-contender'], bundleDir)
 })
 const ROUNDS = Number(process.env.TORTURE_ROUNDS ?? 30)
 const dirs: string[] = []

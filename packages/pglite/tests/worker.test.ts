@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { MessageChannel, Worker } from 'node:worker_threads'
-import { build } from 'esbuild'
+import { bundleFixtures } from './fixtures/bundle.js'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest'
 import { ClosedError, DatabaseError, EngineError, PGlite, ProtocolError, type Results } from '../src/index.js'
 import { PGliteWorker, type PGliteWorkerOptions } from '../src/worker.js'
@@ -72,17 +72,7 @@ let pg: PGliteWorker
 let direct: PGlite
 
 beforeAll(async () => {
-  await build({
-    entryPoints: [join(here, 'fixtures', 'worker-host.mts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outdir: bundleDir,
-    outExtension: { '.js': '.mjs' },
-    packages: 'external',
-    logLevel: 'error',
-  })
+  await bundleFixtures(join(here, 'fixtures'), ['worker-host'], bundleDir)
   shared = start()
   pg = shared.pg
   ;[direct] = await Promise.all([PGlite.create(), pg.waitReady])
