@@ -3,7 +3,7 @@ import { Backend, type DataDirMount } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
 import { getTemplate, templateKey } from './engine/template.js'
-import { prefetchSnapshot, restoreCopy, startInMemory } from './engine/starter.js'
+import { prefetchSnapshot, recycleBackend, restoreCopy, startInMemory } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
@@ -841,7 +841,11 @@ export class PGlite implements AsyncDisposable {
     }
     await this.#queue.run(async () => {
       try {
-        this.#backend?.shutdown()
+        const backend = this.#backend
+        // Nothing of an in-memory database is kept: its module goes back to
+        // the pool for the next create() instead of a Postgres shutdown.
+        const recycled = backend !== undefined && this.#releaseDir === undefined && recycleBackend(backend)
+        if (!recycled) backend?.shutdown()
       } finally {
         this.#closed = true
         this.#ready = false

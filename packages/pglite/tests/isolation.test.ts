@@ -35,3 +35,48 @@ describe('in-memory databases are independent', () => {
     await source.close()
   })
 })
+
+describe('a closed in-memory database hands its module to the next one', () => {
+  it('leaves nothing behind: tables, temp files, cursors, prepared statements, settings, listeners, sequences', async () => {
+    for (let round = 0; round < 12; round++) {
+      const db = await PGlite.create()
+      const seen = await db.query<{ tables: number; prepared: number; setting: string; nextval: string }>(
+        `select (select count(*)::int from pg_class where relname in ('leftover', 'leftover_tmp', 'leftover_seq')) as tables,
+                (select count(*)::int from pg_prepared_statements where name = 'leftover_stmt') as prepared,
+                current_setting('work_mem') as setting,
+                (select count(*)::text from pg_listening_channels()) as nextval`,
+      )
+      expect(seen.rows[0], `round ${round}`).toEqual({ tables: 0, prepared: 0, setting: '4MB', nextval: '0' })
+      expect(db.isInTransaction()).toBe(false)
+      await db.exec(`
+        create table leftover (id int primary key, v text);
+        insert into leftover select g, md5(g::text) from generate_series(1, 2000) g;
+        create temp table leftover_tmp as select * from leftover;
+        create sequence leftover_seq;
+        select nextval('leftover_seq');
+        prepare leftover_stmt as select 1;
+        set work_mem = '64kB';
+        listen leftover_channel;
+      `)
+      // A sort larger than work_mem spills to temporary files in PGDATA.
+      const sorted = await db.query<{ v: string }>('select v from leftover order by v desc limit 1')
+      expect(sorted.rows).toHaveLength(1)
+      // Closed in the middle of a transaction with an open cursor.
+      await db.exec(`begin; declare c cursor for select * from leftover; fetch 10 from c;`)
+      await db.close()
+    }
+  })
+
+  it('keeps a recycled module apart from a live clone source', async () => {
+    const source = await PGlite.create()
+    await source.exec('create table src (v int); insert into src values (1)')
+    for (let round = 0; round < 4; round++) {
+      const copy = await source.clone()
+      await copy.exec('insert into src values (2)')
+      expect((await copy.query<{ n: number }>('select count(*)::int as n from src')).rows[0]!.n).toBe(2)
+      await copy.close()
+    }
+    expect((await source.query<{ n: number }>('select count(*)::int as n from src')).rows[0]!.n).toBe(1)
+    await source.close()
+  })
+})

@@ -14,7 +14,7 @@ import {
   preloadedPackage,
   type ModuleControl,
 } from './module.js'
-import { restoreSnapshot, tableLength, takeSnapshot, type EngineSnapshot } from './snapshot.js'
+import { resetForRestore, restoreSnapshot, tableLength, takeSnapshot, type EngineSnapshot } from './snapshot.js'
 import { materializeTree, readTree, type DataTree } from './pgdata-tree.js'
 import { registerBlobDevice, type BlobDevice } from './blob-device.js'
 
@@ -207,10 +207,15 @@ export class Backend {
   #starved = 0
   readonly #tail = new Uint8Array(6)
   readonly #pristineTable: number
+  readonly #blank: BlankModule
+  /** On MEMFS only (not a mounted directory): the module can serve another in-memory database. */
+  readonly #inMemory: boolean
   #dead: EngineError | undefined
   #closed = false
 
-  private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined) {
+  private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined, inMemory: boolean) {
+    this.#blank = blank
+    this.#inMemory = inMemory
     this.#pristineTable = tableLength(blank.control)
     this.#mod = blank.mod
     this.#control = blank.control
@@ -229,7 +234,7 @@ export class Backend {
       options.initialMemory ?? DEFAULT_MEMORY,
       options.mount.kind === 'node' ? options.mount.path : undefined,
     )
-    const backend = new Backend(blank, options.onLog)
+    const backend = new Backend(blank, options.onLog, options.mount.kind === 'memory')
     const mod = blank.mod
     try {
       if (options.prepare) await options.prepare(mod)
@@ -265,7 +270,7 @@ export class Backend {
    * independent copy of the snapshot's backend: no Postgres startup.
    */
   static restore(blank: BlankModule, snapshot: EngineSnapshot, onLog?: (line: string) => void): Backend {
-    const backend = new Backend(blank, onLog)
+    const backend = new Backend(blank, onLog, true)
     try {
       restoreSnapshot(blank.mod, blank.control, snapshot)
     } catch (cause) {
@@ -279,6 +284,31 @@ export class Backend {
   snapshot(): EngineSnapshot {
     this.#assertAlive()
     return takeSnapshot(this.#mod, this.#control)
+  }
+
+  /**
+   * Ends an in-memory backend without a Postgres shutdown (nothing of it is
+   * kept, so a checkpoint would be wasted) and returns its module, reset,
+   * for the next restore: what makes create-query-close cycles cheap. Returns
+   * `undefined` (and changes nothing) when the module cannot be reused: a
+   * directory mount, a dead engine, or a side module loaded.
+   */
+  recycle(): BlankModule | undefined {
+    if (this.#closed || this.#dead || !this.#inMemory || tableLength(this.#control) !== this.#pristineTable) return undefined
+    try {
+      resetForRestore(this.#mod, this.#control)
+    } catch {
+      this.#teardown()
+      return undefined
+    }
+    this.#closed = true
+    this.#sink = discard
+    this.#input = new Uint8Array(0)
+    this.#log.length = 0
+    this.#blob.setInput(undefined)
+    this.#blob.takeOutput()
+    this.#blank.setLogSink(undefined)
+    return this.#blank
   }
 
   /** Whether a snapshot taken now could be restored (no side module loaded since start). */

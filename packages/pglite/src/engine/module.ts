@@ -23,6 +23,9 @@ export interface ModuleControl {
   readonly armed: Map<number, number>
   /** Arms (or with 0 clears) an interval timer, as Postgres' setitimer does. */
   arm(which: number, timeoutMs: number): void
+  /** Clears every timer; the module lives on (it is being reused). */
+  disarmAll(): void
+  /** Clears every timer and drops the instance: the module is done. */
   clearAll(): void
 }
 
@@ -81,10 +84,13 @@ export function newModuleControl(): ModuleControl {
       timers.set(which, timer)
       armed.set(which, performance.now() + timeoutMs)
     },
-    clearAll() {
+    disarmAll() {
       for (const t of timers.values()) clearTimeout(t)
       timers.clear()
       armed.clear()
+    },
+    clearAll() {
+      control.disarmAll()
       control.instance = undefined
     },
   }

@@ -156,6 +156,41 @@ function captureTree(mod: PostgresModule, root: string): DataTree {
  * copy of the snapshot's backend. `freshBrk` is the blank module's heap top:
  * only memory below it can be non-zero.
  */
+/**
+ * Makes a module whose backend is done with (an in-memory database being
+ * closed) fit for `restoreSnapshot` again: every descriptor Postgres opened
+ * closed, the directories a snapshot carries removed, timers cleared.
+ * Memory needs nothing here: a restore zeroes everything up to the current
+ * break before writing the snapshot's chunks.
+ */
+export function resetForRestore(mod: PostgresModule, control: ModuleControl): void {
+  control.disarmAll()
+  const fs = fsInternals(mod)
+  for (let fd = 3; fd < fs.streams.length; fd++) {
+    const stream = fs.streams[fd]
+    if (stream) (mod.FS as unknown as { close(s: FsStreamLike): void }).close(stream)
+  }
+  mod.FS.chdir('/')
+  for (const root of SNAPSHOT_DIRS) removeTree(mod, root)
+}
+
+/**
+ * Unlinks a directory tree from MEMFS in one pass over its nodes (the FS
+ * API would resolve a path per file, most of a close's time).
+ */
+function removeTree(mod: PostgresModule, path: string): void {
+  const fs = mod.FS as unknown as FsInternals & { hashRemoveNode(node: FsNode): void; isDir(mode: number): boolean }
+  const found = mod.FS.analyzePath(path)
+  if (!found.exists || !found.object) return
+  const root = found.object
+  const forget = (node: FsNode): void => {
+    if (fs.isDir(node.mode)) for (const child of Object.values(node.contents as Record<string, FsNode>)) forget(child)
+    fs.hashRemoveNode(node)
+  }
+  forget(root)
+  delete (root.parent.contents as Record<string, FsNode>)[root.name]
+}
+
 export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, snap: EngineSnapshot): void {
   const heap = mod.HEAPU8
   if (heap.byteLength !== snap.pages * CHUNK) {

@@ -41,6 +41,13 @@ class ModulePool {
     return blank ?? BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE)
   }
 
+  /** Takes back a module whose database closed; keeps it if it fits and the pool is not full. */
+  give(blank: BlankModule): void {
+    const pages = blank.mod.HEAPU8.byteLength / PAGE
+    if (pages === this.#pages && this.#ready.length < MAX_READY) this.#ready.push(blank)
+    else blank.discard()
+  }
+
   /** Starts making one blank module if none is ready or being made. */
   fill(assets: EngineAssets): void {
     if (this.#ready.length > 0 || this.#filling || this.#pages === 0) return
@@ -69,7 +76,21 @@ class ModulePool {
   }
 }
 
+/** Recycled modules kept at most: each holds its whole memory (100+ MB). */
+const MAX_READY = 2
+
 const pool = new ModulePool()
+
+/**
+ * Closes an in-memory backend by handing its module to the pool (see
+ * `Backend.recycle`); false when it could not, and the caller shuts it down.
+ */
+export function recycleBackend(backend: Backend): boolean {
+  const blank = backend.recycle()
+  if (!blank) return false
+  pool.give(blank)
+  return true
+}
 
 export interface MemoryStartOptions extends Omit<BackendOptions, 'mount'> {
   /** Identifies the data tree (e.g. the template id); same key, same snapshot. */
