@@ -80,3 +80,22 @@ describe('a closed in-memory database hands its module to the next one', () => {
     await source.close()
   })
 })
+
+describe('clone() of an unchanged source reuses its snapshot', () => {
+  it('sees every write made to the source before it, and none after', async () => {
+    const source = await PGlite.create()
+    await source.exec('create table seq (v int)')
+    const copies: PGlite[] = []
+    for (let v = 1; v <= 4; v++) {
+      // Two clones in a row with no request between: the second reuses the snapshot.
+      copies.push(await source.clone(), await source.clone())
+      await source.query('insert into seq values ($1)', [v])
+    }
+    for (const [i, copy] of copies.entries()) {
+      const { rows } = await copy.query<{ n: number }>('select count(*)::int as n from seq')
+      expect(rows[0]!.n, `copy ${i}`).toBe(Math.floor(i / 2))
+      await copy.close()
+    }
+    await source.close()
+  })
+})

@@ -212,6 +212,7 @@ export class Backend {
   readonly #inMemory: boolean
   #dead: EngineError | undefined
   #closed = false
+  #lastSnapshot: EngineSnapshot | undefined
 
   private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined, inMemory: boolean) {
     this.#blank = blank
@@ -280,10 +281,15 @@ export class Backend {
     return backend
   }
 
-  /** Captures this idle backend for {@link Backend.restore}. */
+  /**
+   * Captures this idle backend for {@link Backend.restore}. Kept until the
+   * next request: cloning an unchanged source again (a seeded database per
+   * test) copies nothing anew.
+   */
   snapshot(): EngineSnapshot {
     this.#assertAlive()
-    return takeSnapshot(this.#mod, this.#control)
+    this.#lastSnapshot ??= takeSnapshot(this.#mod, this.#control)
+    return this.#lastSnapshot
   }
 
   /**
@@ -402,6 +408,7 @@ export class Backend {
    * trapped or exited; the backend is then dead.
    */
   exec(message: Uint8Array, sink: ProtocolSink): void {
+    this.#lastSnapshot = undefined
     this.#assertAlive()
     const mod = this.#mod
     this.#sink = sink

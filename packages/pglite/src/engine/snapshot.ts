@@ -67,7 +67,11 @@ export function tableLength(control: ModuleControl): number {
 export function takeSnapshot(mod: PostgresModule, control: ModuleControl): EngineSnapshot {
   const heap = mod.HEAPU8
   const pages = heap.byteLength / CHUNK
-  const indices = nonZeroChunks(heap, pages)
+  // Nothing writes above the program break (Emscripten's mmap allocates in
+  // the heap, the stack lies below it): only memory up to it can be non-zero.
+  const brkPtr = (control.instance!.exports.emscripten_get_sbrk_ptr as () => number)()
+  const brk = new DataView(heap.buffer).getUint32(brkPtr, true)
+  const indices = nonZeroChunks(heap, Math.min(pages, Math.ceil(brk / CHUNK) + 1))
   const chunkBytes = new Uint8Array(indices.length * CHUNK)
   indices.forEach((c, i) => chunkBytes.set(heap.subarray(c * CHUNK, (c + 1) * CHUNK), i * CHUNK))
 
@@ -100,7 +104,7 @@ const ZERO_CHUNK = new Uint8Array(CHUNK)
 type BufferLike = { from(buf: ArrayBufferLike, offset: number, length: number): { equals(other: Uint8Array): boolean } }
 const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer
 
-/** Most of a started backend's ~200 MB is zero; only ~13 MB needs copying. */
+/** Most of a started backend's ~200 MB is zero; only ~13 MB needs copying. Scans the first `pages` chunks. */
 function nonZeroChunks(heap: Uint8Array, pages: number): number[] {
   const indices: number[] = []
   if (NodeBuffer) {
@@ -233,9 +237,16 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   }
 
   const brkPtr = (control.instance!.exports.emscripten_get_sbrk_ptr as () => number)()
-  const freshBrk = new DataView(heap.buffer).getUint32(brkPtr, true)
-  heap.fill(0, 0, Math.min(heap.byteLength, freshBrk + CHUNK))
+  const currentBrk = new DataView(heap.buffer).getUint32(brkPtr, true)
   const indices = snap.chunkIndices
+  // Chunks the snapshot does not overwrite must end up zero. Below the break
+  // of a reused module most already are (its shared buffers were mostly
+  // never touched): zero those found dirty rather than the whole range.
+  const covered = new Uint8Array(Math.ceil(heap.byteLength / CHUNK))
+  for (let i = 0; i < indices.length; i++) covered[indices[i]!] = 1
+  for (const c of nonZeroChunks(heap, Math.min(covered.length, Math.ceil(currentBrk / CHUNK) + 1))) {
+    if (!covered[c]) heap.fill(0, c * CHUNK, (c + 1) * CHUNK)
+  }
   for (let i = 0; i < indices.length; i++) {
     heap.set(snap.chunkBytes.subarray(i * CHUNK, (i + 1) * CHUNK), indices[i]! * CHUNK)
   }
