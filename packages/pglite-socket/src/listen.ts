@@ -33,14 +33,6 @@ export function quoteChannel(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
 }
 
-/** Leading white space and comments, which psql sends along with the statement. */
-const LEADING_NOISE = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/
-
-/** `COPY ... FROM STDIN` as the statement: the client sends data after a CopyInResponse. */
-export function isCopyFromStdin(sql: string): boolean {
-  return /^copy\b[\s\S]*\bfrom\s+stdin\b/i.test(sql.replace(LEADING_NOISE, ''))
-}
-
 /** `DISCARD ALL` (or `DISCARD` of listens) ends every LISTEN of the backend session. */
 export function discardsListens(sql: string): boolean {
   return /\bdiscard\s+all\b/i.test(sql)
@@ -50,4 +42,34 @@ export function discardsListens(sql: string): boolean {
 export function droppedDatabase(sql: string): string | undefined {
   const m = /^\s*drop\s+database\s+(?:if\s+exists\s+)?("(?:[^"]|"")+"|[\p{L}_][\p{L}\p{N}_$]*)/iu.exec(sql)
   return m ? channelName(m[1]!) : undefined
+}
+
+/** Lower-cased words (after their first letter) that may start a statement the server must see. */
+const AFTER_L = 'isten' // LISTEN, UNLISTEN
+const AFTER_D = ['iscard', 'rop'] // DISCARD, DROP DATABASE
+const AFTER_C = 'opy' // COPY ... FROM STDIN
+
+/**
+ * Whether the UTF-8 SQL in `bytes[from, to)` may hold LISTEN, UNLISTEN,
+ * DISCARD, DROP or COPY, in any case: a byte scan, so that the text of
+ * every other query is never decoded. False positives only cost the decode.
+ */
+export function mayNeedInspection(bytes: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = bytes[i]! | 0x20
+    if (c === 0x6c /* l */) {
+      if (follows(bytes, i + 1, to, AFTER_L)) return true
+    } else if (c === 0x64 /* d */) {
+      if (follows(bytes, i + 1, to, AFTER_D[0]!) || follows(bytes, i + 1, to, AFTER_D[1]!)) return true
+    } else if (c === 0x63 /* c */) {
+      if (follows(bytes, i + 1, to, AFTER_C)) return true
+    }
+  }
+  return false
+}
+
+function follows(bytes: Uint8Array, at: number, to: number, lower: string): boolean {
+  if (at + lower.length > to) return false
+  for (let k = 0; k < lower.length; k++) if ((bytes[at + k]! | 0x20) !== lower.charCodeAt(k)) return false
+  return true
 }

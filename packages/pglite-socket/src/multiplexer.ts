@@ -43,6 +43,7 @@ export class Multiplexer {
   #owner: MuxClient | undefined
   #lease: EngineLease | undefined
   #leasing: Promise<void> | undefined
+  #idleRelease: ReturnType<typeof setImmediate> | undefined
   #waiters: Waiter[] = []
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
@@ -61,6 +62,9 @@ export class Multiplexer {
    * must be synchronous. The engine stays with the client while it is pinned.
    */
   async run<T>(client: MuxClient, work: (lease: EngineLease) => T): Promise<T> {
+    // Always after an await, even with the lease at hand: the in-process
+    // bridge hands the reply to `pg` at once, and `pg` cannot take a reply
+    // in the middle of its own write of the request.
     await this.#acquire(client)
     try {
       return work(this.#lease!)
@@ -81,7 +85,8 @@ export class Multiplexer {
       return
     }
     this.#owner = client
-    await this.#takeLease(client)
+    // A lease kept from the last batch needs no new one.
+    if (!this.#lease) await this.#takeLease(client)
   }
 
   /** Gets the instance's lease for the owner; every later step waits for it. */
@@ -127,10 +132,31 @@ export class Multiplexer {
       next.resolve()
       return
     }
+    this.#owner = undefined
+    if (lease && !next && !lease.othersWaiting) {
+      this.#keepLeaseForNow()
+      return
+    }
     lease?.release()
     this.#lease = undefined
-    this.#owner = undefined
     this.#wakeNext()
+  }
+
+  /**
+   * Keeps the lease after a batch when nobody waits for it. The next
+   * client's batch, often in the same turn of the event loop, then needs no
+   * new lease from the instance's queue (a promise round trip per batch). It
+   * goes back at the next setImmediate, so an in-process caller that queues
+   * meanwhile waits one turn at most.
+   */
+  #keepLeaseForNow(): void {
+    if (this.#idleRelease) return
+    this.#idleRelease = setImmediate(() => {
+      this.#idleRelease = undefined
+      if (this.#owner !== undefined || !this.#lease) return
+      this.#lease.release()
+      this.#lease = undefined
+    })
   }
 
   #wakeNext(): void {

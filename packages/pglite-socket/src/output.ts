@@ -1,36 +1,79 @@
-import { Msg } from './wire.js'
+import { Msg, copyOut } from './wire.js'
+
+type Mode = 'forward' | 'drop' | 'hold'
+
+/** Bytes appended at the end, grown by doubling, reused after `clear()`. */
+class ByteBuffer {
+  bytes: Uint8Array
+  length = 0
+
+  constructor(capacity: number) {
+    this.bytes = new Uint8Array(capacity)
+  }
+
+  append(data: Uint8Array): void {
+    const needed = this.length + data.length
+    if (needed > this.bytes.length) {
+      const grown = new Uint8Array(Math.max(needed, this.bytes.length * 2))
+      grown.set(this.bytes.subarray(0, this.length))
+      this.bytes = grown
+    }
+    this.bytes.set(data, this.length)
+    this.length = needed
+  }
+}
 
 /**
  * Filters the engine's output for the client that ran the request:
  * NotificationResponse frames are dropped (the multiplexer routes them to the
- * clients that LISTEN, not to whoever ran the NOTIFY), and so is a
- * CopyInResponse the server already sent itself. Runs of forwarded frames are
- * copied out in one piece; frame bodies are never looked into.
+ * clients that LISTEN, not to whoever ran the NOTIFY). For a query string the
+ * server runs in several requests (a COPY script) it also drops the
+ * CopyInResponse it sent itself and each piece's ReadyForQuery, and can hold
+ * back the last CommandComplete. Runs of forwarded frames are copied out in
+ * one piece; frame bodies are never looked into.
  */
 export class OutputSplitter {
-  #out = new Uint8Array(65536)
-  #outLength = 0
+  #out = new ByteBuffer(65536)
+  readonly #held = new ByteBuffer(64)
   readonly #header = new Uint8Array(5)
   #headerFill = 0
   #remaining = 0
   #type = 0
-  #mode: 'forward' | 'drop' = 'forward'
+  #mode: Mode = 'forward'
   /** Status byte of the last ReadyForQuery seen (I, T, E), or 0. */
   lastStatus = 0
   /** Drop the next CopyInResponse (the server answered the client already). */
   dropCopyIn = false
+  /** Drop ReadyForQuery frames. */
+  dropReady = false
+  /**
+   * Hold each CommandComplete until a frame other than ReadyForQuery
+   * follows; the last one stays held until {@link settleHeld}.
+   */
+  holdComplete = false
+  /** Set when an ErrorResponse passes; the caller clears it. */
+  errorSeen = false
 
   /** Bytes ready to write to the client, and resets the buffer. */
   take(): Uint8Array | undefined {
-    if (this.#outLength === 0) return undefined
-    const out = this.#out.slice(0, this.#outLength)
-    this.#outLength = 0
-    if (this.#out.length > 1 << 20) this.#out = new Uint8Array(65536)
-    return out
+    const out = this.#out
+    if (out.length === 0) return undefined
+    const bytes = copyOut(out.bytes, 0, out.length)
+    out.length = 0
+    // Give back what one large result made it grow to.
+    if (out.bytes.length > 1 << 20) this.#out = new ByteBuffer(65536)
+    return bytes
   }
 
   get pendingBytes(): number {
-    return this.#outLength
+    return this.#out.length
+  }
+
+  /** Sends (`send`) or drops the CommandComplete still held back. */
+  settleHeld(send: boolean): void {
+    const held = this.#held
+    if (send && held.length > 0) this.#out.append(held.bytes.subarray(0, held.length))
+    held.length = 0
   }
 
   push(chunk: Uint8Array): void {
@@ -57,21 +100,22 @@ export class OutputSplitter {
           i = n
           continue
         }
-        if (runStart >= 0) this.#append(chunk.subarray(runStart, i))
+        if (runStart >= 0) this.#out.append(chunk.subarray(runStart, i))
         runStart = -1
-        this.#header.set(chunk.subarray(i, i + 5))
+        if (mode === 'hold') this.#held.append(chunk.subarray(i, i + 5))
         i += 5
         this.#begin(type, mode, length - 4)
         continue
       }
       if (runStart >= 0) {
-        this.#append(chunk.subarray(runStart, i))
+        this.#out.append(chunk.subarray(runStart, i))
         runStart = -1
       }
       if (this.#remaining > 0) {
         const take = Math.min(this.#remaining, n - i)
         const piece = chunk.subarray(i, i + take)
-        if (this.#mode === 'forward') this.#append(piece)
+        if (this.#mode === 'forward') this.#out.append(piece)
+        else if (this.#mode === 'hold') this.#held.append(piece)
         this.#remaining -= take
         i += take
         if (this.#remaining === 0) {
@@ -87,17 +131,23 @@ export class OutputSplitter {
         const type = this.#header[0]!
         const length = ((this.#header[1]! << 24) | (this.#header[2]! << 16) | (this.#header[3]! << 8) | this.#header[4]!) >>> 0
         const mode = this.#modeFor(type)
-        if (mode === 'forward') this.#append(this.#header)
+        if (mode === 'forward') this.#out.append(this.#header)
+        else if (mode === 'hold') this.#held.append(this.#header)
         this.#begin(type, mode, length - 4)
       }
     }
-    if (runStart >= 0) this.#append(chunk.subarray(runStart, n))
+    if (runStart >= 0) this.#out.append(chunk.subarray(runStart, n))
   }
 
-  #modeFor(type: number): 'forward' | 'drop' {
+  #modeFor(type: number): Mode {
+    // A held CommandComplete was not the last one: it goes out before this frame.
+    if (this.#held.length > 0 && type !== Msg.ReadyForQuery) this.settleHeld(true)
     // Notifications reach clients through the multiplexer's routing, never
     // as part of whichever client's output they happened to appear in.
     if (type === Msg.Notification) return 'drop'
+    if (type === Msg.ErrorResponse) this.errorSeen = true
+    if (type === Msg.ReadyForQuery && this.dropReady) return 'drop'
+    if (type === Msg.CommandComplete && this.holdComplete) return 'hold'
     if (type === Msg.CopyInResponse && this.dropCopyIn) {
       this.dropCopyIn = false
       return 'drop'
@@ -105,20 +155,9 @@ export class OutputSplitter {
     return 'forward'
   }
 
-  #begin(type: number, mode: 'forward' | 'drop', bodyLength: number): void {
+  #begin(type: number, mode: Mode, bodyLength: number): void {
     this.#type = type
     this.#mode = bodyLength === 0 ? 'forward' : mode
     this.#remaining = bodyLength
-  }
-
-  #append(bytes: Uint8Array): void {
-    const needed = this.#outLength + bytes.length
-    if (needed > this.#out.length) {
-      const grown = new Uint8Array(Math.max(needed, this.#out.length * 2))
-      grown.set(this.#out.subarray(0, this.#outLength))
-      this.#out = grown
-    }
-    this.#out.set(bytes, this.#outLength)
-    this.#outLength = needed
   }
 }

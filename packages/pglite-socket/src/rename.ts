@@ -1,12 +1,18 @@
+import { createHash } from 'node:crypto'
 import { Msg, concat, readCString } from './wire.js'
 
 const utf8 = new TextEncoder()
+/** Longer names are replaced by a digest, so that renaming never pushes a small message over its size limit. */
+const MAX_KEPT_NAME = 128
 
 /**
  * Gives each client its own namespace of prepared statements and portals on
  * the one shared backend session: a non-empty name `s1` becomes `<prefix>s1`
  * in Parse, Bind, Describe, Close and Execute. The unnamed ones stay
  * unnamed: a client owns the engine from its first extended message to Sync.
+ * A name longer than 128 characters becomes `<prefix>h<digest>`: the prefix
+ * must not make a Describe, Close or Execute longer than Postgres's
+ * 10000-byte limit for them.
  */
 export class StatementRenamer {
   readonly #prefix: string
@@ -17,6 +23,26 @@ export class StatementRenamer {
     this.#prefix = prefix
   }
 
+  /**
+   * Whether the frame at `at` of `buffer` names no statement or portal, so
+   * that {@link rewrite} would return it unchanged; read in place, nothing
+   * decoded. (A frame too short to say is left to `rewrite`.)
+   */
+  static namesNothing(type: number, buffer: Uint8Array, at: number): boolean {
+    switch (type) {
+      case Msg.Parse:
+      case Msg.Execute:
+        return buffer[at + 5] === 0
+      case Msg.Bind:
+        return buffer[at + 5] === 0 && buffer[at + 6] === 0
+      case Msg.Describe:
+      case Msg.Close:
+        return buffer[at + 6] === 0
+      default:
+        return true
+    }
+  }
+
   /** Returns the frame with names rewritten (the same frame when nothing changes). */
   rewrite(type: number, frame: Uint8Array): Uint8Array {
     const end = frame.length
@@ -24,7 +50,7 @@ export class StatementRenamer {
       case Msg.Parse: {
         const [name, next] = readCString(frame, 5, end)
         if (!name) return frame
-        const renamed = this.#prefix + name
+        const renamed = this.#name(name)
         this.statements.add(renamed)
         return this.#rebuild(type, [renamed], frame.subarray(next))
       }
@@ -39,14 +65,14 @@ export class StatementRenamer {
         const kind = frame[5]!
         const [name, rest] = readCString(frame, 6, end)
         if (!name) return frame
-        const renamed = this.#prefix + name
+        const renamed = this.#name(name)
         if (type === Msg.Close && kind === 0x53 /* S */) this.statements.delete(renamed)
         return this.#rebuild(type, [String.fromCharCode(kind) + renamed], frame.subarray(rest))
       }
       case Msg.Execute: {
         const [portal, rest] = readCString(frame, 5, end)
         if (!portal) return frame
-        return this.#rebuild(type, [this.#prefix + portal], frame.subarray(rest))
+        return this.#rebuild(type, [this.#name(portal)], frame.subarray(rest))
       }
       default:
         return frame
@@ -54,14 +80,16 @@ export class StatementRenamer {
   }
 
   #name(name: string): string {
-    return name ? this.#prefix + name : ''
+    if (!name) return ''
+    if (name.length <= MAX_KEPT_NAME) return this.#prefix + name
+    return `${this.#prefix}h${createHash('sha256').update(name).digest('hex').slice(0, 40)}`
   }
 
   #rebuild(type: number, names: string[], rest: Uint8Array): Uint8Array {
     const head = utf8.encode(names.map((n) => `${n}\u0000`).join(''))
     const out = concat([new Uint8Array(5), head, rest])
     out[0] = type
-    new DataView(out.buffer).setInt32(1, out.length - 1)
+    new DataView(out.buffer, out.byteOffset, out.byteLength).setInt32(1, out.length - 1)
     return out
   }
 }

@@ -1,28 +1,25 @@
 import { randomInt } from 'node:crypto'
-import type { EngineLease } from '@pgwasm/pglite'
+import { ProtocolError, type EngineLease } from '@pgwasm/pglite'
 import { Authenticator, type AuthMethod } from './auth.js'
-import { discardsListens, droppedDatabase, findListenChanges, isCopyFromStdin, quoteChannel } from './listen.js'
+import { CopyInScript, type ScriptEngine } from './copy-script.js'
+import { BatchBuilder } from './batch.js'
+import { FrameReader } from './frame-reader.js'
+import { cleanupMessage } from './cleanup.js'
+import { droppedDatabase, mayNeedInspection } from './listen.js'
+import { ListenRouting } from './listen-routing.js'
 import type { Multiplexer, MuxClient } from './multiplexer.js'
 import { OutputSplitter } from './output.js'
 import { StatementRenamer } from './rename.js'
+import { LeaseScriptEngine } from './script-engine.js'
+import { splitIfCopyFromClient } from './sql-split.js'
+import { readStartupRequest, startupReply } from './startup.js'
 import {
-  CLIENT_TYPES,
   EXTENDED_TYPES,
   Msg,
-  StartupCode,
-  authenticationOk,
-  backendKeyData,
-  concat,
-  copyInResponse,
-  cstrings,
   decodeUtf8,
   errorResponse,
-  frame,
-  parameterStatus,
-  readCString,
-  readInt32,
-  readStartupParams,
   readyForQuery,
+  statusLetter,
 } from './wire.js'
 
 /** Where a session's bytes come from and go to: a socket, or the in-process bridge. */
@@ -47,11 +44,22 @@ export interface SessionHost {
   log(message: string): void
 }
 
-const MAX_STARTUP_BYTES = 10_000
-const utf8 = new TextEncoder()
-const SYNC = frame(Msg.Sync, new Uint8Array(0))
+/** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
+const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
+const EMPTY = new Uint8Array(0)
+const enum Status {
+  Idle = 0x49 /* I */,
+}
+/** Engine output waiting in the splitter is sent once it grows past this. */
+const FLUSH_BYTES = 262_144
 
 let nextProcessId = 1000
+
+/** Offset of the first NUL in `buffer[from, end)`, or `end`. */
+function nulAfter(buffer: Uint8Array, from: number, end: number): number {
+  const at = buffer.indexOf(0, from)
+  return at < 0 || at > end ? end : at
+}
 
 /**
  * One client connection: startup and authentication, framing of what it
@@ -64,20 +72,28 @@ export class Session implements MuxClient {
   readonly secret = randomInt(1, 0x7fffffff)
   readonly #host: SessionHost
   readonly #transport: Transport
-  #buffer = new Uint8Array(16384)
-  #start = 0
-  #end = 0
+  readonly #input: FrameReader
+  readonly #batchBuilder: BatchBuilder
+  /** The batch {@link #runBatchWork} runs next, and whether it changes LISTENs. */
+  #batch: Uint8Array = EMPTY
+  #batchListens = false
   #state: 'startup' | 'auth' | 'ready' | 'closed' = 'startup'
   #pumping = false
   #auth: Authenticator | undefined
   #user = 'postgres'
+  #applicationName = ''
   #mux: Multiplexer | undefined
   readonly #renamer: StatementRenamer
-  readonly #splitter: OutputSplitter
-  readonly #channels = new Set<string>()
+  readonly #splitter = new OutputSplitter()
+  #listens: ListenRouting | undefined
   #inTransaction = false
   #unsynced = false
-  #copy: Uint8Array[] | undefined
+  /** Last ReadyForQuery status byte (I, T or E) this client was sent. */
+  #status: number = Status.Idle
+  /** A COPY FROM STDIN query waiting for the client's data, and the messages gathered so far. */
+  #script: CopyInScript | undefined
+  #copyIn: Uint8Array[] = []
+  #scriptListens = false
   #skipToSync = false
   #syncTimer: ReturnType<typeof setTimeout> | undefined
   #cleanedUp: Promise<void> | undefined
@@ -85,8 +101,9 @@ export class Session implements MuxClient {
   constructor(host: SessionHost, transport: Transport) {
     this.#host = host
     this.#transport = transport
+    this.#input = new FrameReader(host.maxMessageBytes)
+    this.#batchBuilder = new BatchBuilder(this.#input)
     this.#renamer = new StatementRenamer(`c${this.processId}_`)
-    this.#splitter = new OutputSplitter()
   }
 
   get pinned(): boolean {
@@ -100,7 +117,7 @@ export class Session implements MuxClient {
   /** Bytes from the client. */
   receive(bytes: Uint8Array): void {
     if (this.#state === 'closed') return
-    this.#appendInput(bytes)
+    this.#input.append(bytes)
     void this.#pump()
   }
 
@@ -108,76 +125,57 @@ export class Session implements MuxClient {
     if (this.#state === 'ready') this.#transport.write(notification)
   }
 
-  #appendInput(bytes: Uint8Array): void {
-    const length = this.#end - this.#start
-    if (this.#end + bytes.length > this.#buffer.length) {
-      if (length + bytes.length <= this.#buffer.length) {
-        this.#buffer.copyWithin(0, this.#start, this.#end)
-      } else {
-        const grown = new Uint8Array(Math.max(length + bytes.length, this.#buffer.length * 2))
-        grown.set(this.#buffer.subarray(this.#start, this.#end))
-        this.#buffer = grown
-      }
-      this.#start = 0
-      this.#end = length
-    }
-    this.#buffer.set(bytes, this.#end)
-    this.#end += bytes.length
-  }
-
   async #pump(): Promise<void> {
     if (this.#pumping) return
     this.#pumping = true
     try {
-      while (this.#state !== 'closed' && this.#end > this.#start) {
+      while (this.#state !== 'closed' && this.#input.buffered > 0) {
         const progressed =
           this.#state === 'startup' ? this.#readStartup() : this.#state === 'auth' ? this.#readAuth() : await this.#readFrames()
         if (!progressed) break
       }
     } catch (err) {
-      this.#host.log(`session ${this.processId}: ${String(err)}`)
-      this.#fatal('XX000', `internal error: ${err instanceof Error ? err.message : String(err)}`)
+      if (err instanceof ProtocolError) {
+        // Framing that cannot be trusted any more: Postgres ends the connection too.
+        this.#fatal('08P01', err.message)
+      } else {
+        this.#host.log(`session ${this.processId}: ${String(err)}`)
+        this.#fatal('XX000', `internal error: ${err instanceof Error ? err.message : String(err)}`)
+      }
     } finally {
       this.#pumping = false
     }
   }
 
   #readStartup(): boolean {
-    if (this.#end - this.#start < 8) return false
-    const length = readInt32(this.#buffer, this.#start)
-    if (length < 8 || length > MAX_STARTUP_BYTES) {
-      this.#fatal('08P01', `invalid startup packet length ${length}`)
-      return false
+    const packet = this.#input.startupPacket()
+    if (!packet) return false
+    const request = readStartupRequest(packet)
+    switch (request.kind) {
+      case 'encryption':
+        // No TLS or GSS here: the client goes on in the clear (or gives up).
+        this.#transport.write(NO_ENCRYPTION)
+        return true
+      case 'cancel':
+        this.#host.cancel(request.processId, request.secret)
+        this.#close()
+        return false
+      case 'unsupported':
+        this.#fatal('0A000', `unsupported frontend protocol ${request.version}: server supports 3.0`)
+        return false
+      case 'startup':
+        this.#user = request.user
+        this.#applicationName = request.applicationName
+        this.#host.log(`session ${this.processId}: startup user=${request.user} database=${request.database}`)
+        void this.#attach(request.database)
+        return false
     }
-    if (this.#end - this.#start < length) return false
-    const packet = this.#buffer.slice(this.#start, this.#start + length)
-    this.#start += length
-    const code = readInt32(packet, 4)
-    if (code === StartupCode.SSL || code === StartupCode.GSSENC) {
-      // No TLS or GSS here: the client goes on in the clear (or gives up).
-      this.#transport.write(utf8.encode('N'))
-      return true
-    }
-    if (code === StartupCode.Cancel) {
-      this.#host.cancel(readInt32(packet, 8), readInt32(packet, 12))
-      this.#close()
-      return false
-    }
-    if (code !== StartupCode.Protocol3) {
-      this.#fatal('0A000', `unsupported frontend protocol ${code >>> 16}.${code & 0xffff}: server supports 3.0`)
-      return false
-    }
-    const params = readStartupParams(packet)
-    this.#user = params.get('user') ?? 'postgres'
-    const database = params.get('database') || this.#user
-    this.#host.log(`session ${this.processId}: startup user=${this.#user} database=${database}`)
-    void this.#attach(database, params.get('application_name') ?? '')
-    return false
   }
 
-  async #attach(database: string, applicationName: string): Promise<void> {
+  async #attach(database: string): Promise<void> {
     try {
       this.#mux = await this.#host.database(database)
+      this.#listens = new ListenRouting(this.#mux, this)
     } catch (err) {
       this.#fatal('3D000', `database "${database}" is not available: ${err instanceof Error ? err.message : String(err)}`)
       return
@@ -188,47 +186,32 @@ export class Session implements MuxClient {
       this.#state = 'auth'
       this.#transport.write(this.#auth.begin())
     } else {
-      this.#ready(applicationName)
+      this.#ready()
     }
     void this.#pump()
   }
 
-  #ready(applicationName = ''): void {
+  #ready(): void {
     this.#state = 'ready'
-    const status: [string, string][] = [
-      ['application_name', applicationName],
-      ['client_encoding', 'UTF8'],
-      ['DateStyle', 'ISO, MDY'],
-      ['default_transaction_read_only', 'off'],
-      ['in_hot_standby', 'off'],
-      ['integer_datetimes', 'on'],
-      ['IntervalStyle', 'postgres'],
-      ['is_superuser', 'on'],
-      ['scram_iterations', '4096'],
-      ['server_encoding', 'UTF8'],
-      ['server_version', this.#host.serverVersion],
-      ['session_authorization', this.#user],
-      ['standard_conforming_strings', 'on'],
-      ['TimeZone', 'UTC'],
-    ]
     this.#transport.write(
-      concat([
-        authenticationOk(),
-        ...status.map(([k, v]) => parameterStatus(k, v)),
-        backendKeyData(this.processId, this.secret),
-        readyForQuery('I'),
-      ]),
+      startupReply({
+        user: this.#user,
+        applicationName: this.#applicationName,
+        serverVersion: this.#host.serverVersion,
+        processId: this.processId,
+        secret: this.secret,
+      }),
     )
   }
 
   #readAuth(): boolean {
-    const frameBytes = this.#nextFrame()
-    if (!frameBytes) return false
-    if (frameBytes[0] !== Msg.Password) {
-      this.#fatal('08P01', `expected a password message, got type 0x${frameBytes[0]!.toString(16)}`)
+    const message = this.#input.frame(false)
+    if (!message) return false
+    if (message[0] !== Msg.Password) {
+      this.#fatal('08P01', `expected a password message, got type 0x${message[0]!.toString(16)}`)
       return false
     }
-    const step = this.#auth!.step(frameBytes.subarray(5))
+    const step = this.#auth!.step(message.subarray(5))
     if (step.reply) this.#transport.write(step.reply)
     if (!step.done) return true
     if (!step.ok) {
@@ -239,169 +222,210 @@ export class Session implements MuxClient {
     return true
   }
 
-  /** The next whole frame, or undefined while it is incomplete; rejects bad framing. */
-  #nextFrame(): Uint8Array | undefined {
-    const available = this.#end - this.#start
-    if (available < 5) return undefined
-    const type = this.#buffer[this.#start]!
-    const length = readInt32(this.#buffer, this.#start + 1) >>> 0
-    if (length < 4) {
-      this.#fatal('08P01', `invalid message length ${length}`)
-      return undefined
-    }
-    if (length > this.#host.maxMessageBytes) {
-      this.#fatal('08P01', `message of ${length} bytes is over the ${this.#host.maxMessageBytes}-byte limit`)
-      return undefined
-    }
-    if (this.#state === 'ready' && !CLIENT_TYPES.has(type)) {
-      this.#fatal('08P01', `invalid frontend message type ${type}`)
-      return undefined
-    }
-    if (available < 1 + length) return undefined
-    const out = this.#buffer.slice(this.#start, this.#start + 1 + length)
-    this.#start += 1 + length
-    return out
-  }
-
+  /**
+   * Takes every whole frame in the buffer: runs of them go to the engine as
+   * one batch; a COPY FROM STDIN query runs as a script (see CopyInScript).
+   * Frames are read in place; a run of frames that pass unchanged is copied
+   * out once, and only SQL that may need a look is decoded.
+   */
   async #readFrames(): Promise<boolean> {
     this.#clearSyncTimer()
-    const batch: Uint8Array[] = []
-    let terminate = false
-    let copyQuery: Uint8Array | undefined
-    let rejectCopy = false
-    const dropped: string[] = []
+    const input = this.#input
+    const batch = this.#batchBuilder
     let listenChanged = false
+    let consumed = false
+    let terminate = false
+    let rejectCopy = false
+    let dropped: string[] | undefined
     for (;;) {
-      const f = this.#nextFrame()
-      if (!f) break
-      const type = f[0]!
-      if (this.#copy) {
-        this.#copy.push(f)
-        if (type === Msg.CopyDone || type === Msg.CopyFail) {
-          batch.push(...this.#copy)
-          this.#copy = undefined
-          this.#splitter.dropCopyIn = true
-        }
-        continue
-      }
+      const size = input.peekFrame(true)
+      if (size === 0) break
+      consumed = true
+      const buffer = input.bytes
+      const at = input.offset
+      const type = buffer[at]!
       if (type === Msg.Terminate) {
+        input.skip(size)
         terminate = true
         break
       }
+      if (this.#script) {
+        if (!(await this.#takeCopyIn(input.take(size)))) break
+        continue
+      }
       if (this.#skipToSync) {
         // After our own error in an extended sequence, as Postgres would: skip to Sync.
+        input.skip(size)
         if (type === Msg.Sync) {
           this.#skipToSync = false
           this.#unsynced = false
-          this.#transport.write(readyForQuery(this.#inTransaction ? 'T' : 'I'))
+          this.#transport.write(readyForQuery(statusLetter(this.#status)))
         }
         continue
       }
       if (type === Msg.Query || type === Msg.Parse) {
-        const sql = this.#sqlOf(f)
-        const changes = findListenChanges(sql)
-        if (changes) {
-          listenChanged = true
-          this.#applyListen(changes)
-        }
-        if (discardsListens(sql)) listenChanged = true
-        if (type === Msg.Parse && isCopyFromStdin(sql)) {
-          // The engine cannot wait for COPY data in the middle of an extended
-          // sequence (it would fail the COPY and lose the Sync): refuse it here.
-          rejectCopy = true
-          break
-        }
-        const drop = droppedDatabase(sql)
-        if (drop) dropped.push(drop)
-        if (type === Msg.Query && isCopyFromStdin(sql)) {
-          // The engine cannot wait for data: answer CopyInResponse ourselves,
-          // gather the data, then run COPY with it in one exec.
-          copyQuery = f
-          break
+        const end = at + size
+        const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
+        const sqlEnd = nulAfter(buffer, sqlStart, end)
+        if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
+          const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
+          const changesListens = this.#listens!.note(sql)
+          const drop = droppedDatabase(sql)
+          if (drop) (dropped ??= []).push(drop)
+          const copyScript = splitIfCopyFromClient(sql)
+          if (copyScript && type === Msg.Parse) {
+            // The engine cannot wait for COPY data in the middle of an extended
+            // sequence (it would fail the COPY and lose the Sync): refuse it here.
+            input.skip(size)
+            rejectCopy = true
+            break
+          }
+          if (copyScript) {
+            input.skip(size)
+            if (!batch.isEmpty) await this.#runBatch(batch.take(), listenChanged)
+            listenChanged = false
+            this.#unsynced = false
+            if (this.#state === 'closed') break
+            const script = new CopyInScript(sql, copyScript, this.#status)
+            await this.#runScript(script, changesListens, (engine) => script.start(engine))
+            continue
+          }
+          if (changesListens) listenChanged = true
         }
       }
       if (EXTENDED_TYPES.has(type)) this.#unsynced = true
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
-      batch.push(EXTENDED_TYPES.has(type) ? this.#renamer.rewrite(type, f) : f)
+      if (EXTENDED_TYPES.has(type) && !StatementRenamer.namesNothing(type, buffer, at)) {
+        batch.add(this.#renamer.rewrite(type, input.take(size)))
+      } else {
+        batch.passOver(size)
+      }
     }
-    // A framing error above closed the session: what came before it does not run.
-    if (batch.length > 0 && this.#state !== 'closed') await this.#runBatch(concat(batch), listenChanged)
+    if (!batch.isEmpty) {
+      const message = batch.take()
+      // A framing error above closed the session: what came before it does not run.
+      if (this.#state !== 'closed') await this.#runBatch(message, listenChanged)
+    }
     if (rejectCopy) {
       this.#skipToSync = true
       this.#transport.write(
         errorResponse('0A000', 'COPY FROM STDIN is not supported in the extended query protocol here; send it as a simple Query'),
       )
     }
-    if (copyQuery) {
-      this.#copy = [copyQuery]
-      this.#transport.write(copyInResponse())
-    }
-    for (const name of dropped) this.#host.dropped(name)
+    if (dropped) for (const name of dropped) this.#host.dropped(name)
     if (terminate) {
       this.#close()
       return false
     }
     if (this.#unsynced && this.#state === 'ready') this.#armSyncTimer()
-    return batch.length > 0 || copyQuery !== undefined || rejectCopy
+    return consumed
   }
 
-  #sqlOf(f: Uint8Array): string {
-    if (f[0] === Msg.Query) return decodeUtf8(f.subarray(5, f.length - 1))
-    const [, afterName] = readCString(f, 5, f.length)
-    return readCString(f, afterName, f.length)[0]
-  }
-
-  #applyListen(changes: NonNullable<ReturnType<typeof findListenChanges>>): void {
-    const mux = this.#mux!
-    for (const ch of changes.listen) {
-      this.#channels.add(ch)
-      mux.listen(this, ch)
+  /**
+   * A message in copy-in mode, handled as Postgres's CopyGetData does: Flush
+   * and Sync are ignored, CopyDone or CopyFail ends the data, any other
+   * message loses protocol sync. (Sent to the engine, that would end its
+   * backend.) @returns false when the connection was ended.
+   */
+  async #takeCopyIn(f: Uint8Array): Promise<boolean> {
+    const type = f[0]!
+    if (type === Msg.CopyData) {
+      this.#copyIn.push(f)
+    } else if (type === Msg.CopyDone || type === Msg.CopyFail) {
+      this.#copyIn.push(f)
+      const script = this.#script!
+      const messages = this.#copyIn
+      this.#script = undefined
+      this.#copyIn = []
+      await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, messages))
+    } else if (type !== Msg.Flush && type !== Msg.Sync) {
+      const code = type.toString(16).toUpperCase().padStart(2, '0')
+      this.#transport.write(errorResponse('08P01', `unexpected message type 0x${code} during COPY from stdin`))
+      this.#fatal('08P01', 'terminating connection because protocol synchronization was lost')
+      return false
     }
-    const removed = changes.unlistenAll ? [...this.#channels] : changes.unlisten
-    for (const ch of removed) {
-      this.#channels.delete(ch)
-      mux.unlisten(this, ch)
-    }
+    return true
   }
 
   async #runBatch(message: Uint8Array, listenChanged: boolean): Promise<void> {
-    const mux = this.#mux!
+    this.#batch = message
+    this.#batchListens = listenChanged
+    try {
+      await this.#mux!.run(this, this.#runBatchWork)
+    } finally {
+      this.#batch = EMPTY
+    }
+  }
+
+  /** The engine half of {@link #runBatch}, made once: no closure per batch. */
+  readonly #runBatchWork = (lease: EngineLease): void => {
+    // Closed while waiting for the engine: the cleanup owns what is left.
+    if (this.#state === 'closed') return
     const splitter = this.#splitter
-    await mux.run(this, (lease) => {
-      // Closed while waiting for the engine: the cleanup owns what is left.
+    splitter.lastStatus = 0
+    try {
+      lease.execProtocolRawStream(this.#batch, this.#onOutput)
+      // An UNLISTEN by this client must not end another client's LISTEN.
+      if (this.#batchListens) this.#listens!.relisten(lease)
+    } catch (err) {
+      this.#engineFailed(err)
+    }
+    if (splitter.lastStatus !== 0) this.#setStatus(splitter.lastStatus)
+    this.#flush()
+  }
+
+  /**
+   * Runs one step of a COPY script with the engine held. While the script
+   * waits for data inside a transaction the session stays pinned, as a
+   * client in a transaction block keeps its backend.
+   */
+  async #runScript(script: CopyInScript, listenChanged: boolean, step: (engine: ScriptEngine) => boolean): Promise<void> {
+    await this.#mux!.run(this, (lease) => {
       if (this.#state === 'closed') return
-      splitter.lastStatus = 0
-      const write = (bytes: Uint8Array): void => {
-        splitter.push(bytes)
-        if (splitter.pendingBytes > 262_144) this.#flush()
-      }
+      let waiting = false
       try {
-        lease.execProtocolRawStream(message, write)
-        // An UNLISTEN by this client must not end another client's LISTEN.
-        if (listenChanged) this.#relisten(lease)
+        waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#onOutput, this.#send, this.#status))
+        if (!waiting && listenChanged) this.#listens!.relisten(lease)
       } catch (err) {
-        this.#flush()
-        this.#fatal('XX000', `the database failed: ${err instanceof Error ? err.message : String(err)}`)
-        throw err
+        this.#engineFailed(err)
       }
-      if (splitter.lastStatus !== 0) this.#inTransaction = splitter.lastStatus !== 0x49 /* I */
+      this.#setStatus(script.status)
       this.#flush()
+      if (waiting) {
+        this.#script = script
+        this.#scriptListens = listenChanged
+      }
     })
   }
 
-  #relisten(lease: EngineLease): void {
-    const channels = [...new Set([...this.#mux!.channels.keys(), ...lease.listeningChannels])]
-    if (channels.length === 0) return
-    const sql = channels.map((c) => `LISTEN ${quoteChannel(c)}`).join(';')
-    lease.execProtocolRawStream(frame(Msg.Query, cstrings(sql)), () => {})
+  /** Engine output for the client: filtered, and sent in pieces when it grows large. */
+  readonly #onOutput = (bytes: Uint8Array): void => {
+    this.#splitter.push(bytes)
+    if (this.#splitter.pendingBytes > FLUSH_BYTES) this.#flush()
+  }
+
+  /** Bytes of our own for the client, after the engine output before them. */
+  readonly #send = (bytes: Uint8Array): void => {
+    this.#flush()
+    if (this.#state !== 'closed') this.#transport.write(bytes)
+  }
+
+  #engineFailed(err: unknown): never {
+    this.#flush()
+    if (err instanceof ProtocolError) this.#fatal('08P01', err.message)
+    else this.#fatal('XX000', `the database failed: ${err instanceof Error ? err.message : String(err)}`)
+    throw err
+  }
+
+  #setStatus(status: number): void {
+    this.#status = status
+    this.#inTransaction = status !== Status.Idle
   }
 
   #flush(): void {
     const out = this.#splitter.take()
     if (out && this.#state !== 'closed') this.#transport.write(out)
   }
-
-
 
   #armSyncTimer(): void {
     this.#clearSyncTimer()
@@ -450,25 +474,21 @@ export class Session implements MuxClient {
   async #cleanupOnce(): Promise<void> {
     const mux = this.#mux
     if (!mux) return
-    const orphanChannels = [...this.#channels].filter((ch) => mux.unlisten(this, ch))
+    const unlisten = this.#listens?.drop() ?? []
     mux.forget(this)
     try {
       await mux.run(this, (lease) => {
         // Decided with the engine in hand: a batch that finished just before
         // may have opened a transaction.
-        const statements = [...this.#renamer.statements]
-        const frames: Uint8Array[] = []
-        if (this.#unsynced) frames.push(SYNC)
-        for (const name of statements) frames.push(frame(Msg.Close, concat([utf8.encode('S'), cstrings(name)])))
-        if (statements.length > 0) frames.push(SYNC)
-        const sql = [
-          ...(this.#inTransaction || this.#unsynced || lease.inTransaction ? ['ROLLBACK'] : []),
-          ...orphanChannels.map((c) => `UNLISTEN ${quoteChannel(c)}`),
-        ]
-        if (sql.length > 0) frames.push(frame(Msg.Query, cstrings(sql.join(';'))))
-        this.#inTransaction = false
+        const message = cleanupMessage({
+          unsynced: this.#unsynced,
+          inTransaction: this.#inTransaction || this.#unsynced || lease.inTransaction,
+          statements: this.#renamer.statements,
+          unlisten,
+        })
+        this.#setStatus(Status.Idle)
         this.#unsynced = false
-        if (frames.length > 0) lease.execProtocolRawStream(concat(frames), () => {})
+        if (message.length > 0) lease.execProtocolRawStream(message, () => {})
       })
     } catch (err) {
       this.#host.log(`session ${this.processId}: cleanup failed: ${String(err)}`)

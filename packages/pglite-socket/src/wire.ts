@@ -16,7 +16,9 @@ export const enum Msg {
   ParameterStatus = 0x53 /* S */,
   BackendKeyData = 0x4b /* K */,
   ReadyForQuery = 0x5a /* Z */,
+  CommandComplete = 0x43 /* C */,
   ErrorResponse = 0x45 /* E */,
+  NoticeResponse = 0x4e /* N */,
   Notification = 0x41 /* A */,
   CopyInResponse = 0x47 /* G */,
   // frontend
@@ -82,10 +84,22 @@ export function int32s(...values: number[]): Uint8Array {
   return out
 }
 
+/**
+ * A copy of `bytes[start, end)`. From Node's pool of small buffers: cheaper
+ * than `slice`, which gives every small copy its own ArrayBuffer (measured:
+ * a per-reply `slice` cost 1.7% of the server's time under 16 clients).
+ */
+export function copyOut(bytes: Uint8Array, start: number, end: number): Uint8Array {
+  const out = Buffer.allocUnsafe(end - start)
+  out.set(bytes.subarray(start, end))
+  return out
+}
+
 export function concat(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0
   for (const p of parts) length += p.length
-  const out = new Uint8Array(length)
+  // Every byte is written below: the pool's unzeroed memory never shows.
+  const out = Buffer.allocUnsafe(length)
   let at = 0
   for (const p of parts) {
     out.set(p, at)
@@ -110,6 +124,11 @@ export function readyForQuery(status: 'I' | 'T' | 'E'): Uint8Array {
   return frame(Msg.ReadyForQuery, utf8.encode(status))
 }
 
+/** The letter of a ReadyForQuery status byte; anything unknown reads as idle. */
+export function statusLetter(status: number): 'I' | 'T' | 'E' {
+  return status === 0x54 ? 'T' : status === 0x45 ? 'E' : 'I'
+}
+
 /** An ErrorResponse; `fatal` severity tells the client the connection ends. */
 export function errorResponse(code: string, message: string, severity: 'ERROR' | 'FATAL' = 'ERROR'): Uint8Array {
   const body = concat([
@@ -119,9 +138,45 @@ export function errorResponse(code: string, message: string, severity: 'ERROR' |
   return frame(Msg.ErrorResponse, body)
 }
 
-/** CopyInResponse announcing text format; libpq and pg read no more than that. */
-export function copyInResponse(): Uint8Array {
-  return frame(Msg.CopyInResponse, new Uint8Array([0, 0, 0]))
+/** A simple Query message. */
+export function queryMessage(sql: string): Uint8Array {
+  return frame(Msg.Query, cstrings(sql))
+}
+
+/** A CopyFail message: the backend ends the COPY with 57014 `COPY from stdin failed: <reason>`. */
+export function copyFail(reason: string): Uint8Array {
+  return frame(Msg.CopyFail, cstrings(reason))
+}
+
+/** Parse of the unnamed statement with no parameter types. */
+export function parseUnnamed(sql: string): Uint8Array {
+  return frame(Msg.Parse, concat([cstrings('', sql), new Uint8Array(2)]))
+}
+
+/**
+ * Calls `visit` for each whole frame of backend output `bytes` (the body is
+ * `bytes[start, end)`); stops early when it returns false.
+ */
+export function forEachFrame(bytes: Uint8Array, visit: (type: number, start: number, end: number) => boolean | void): void {
+  let at = 0
+  while (at + 5 <= bytes.length) {
+    const end = at + 1 + (readInt32(bytes, at + 1) >>> 0)
+    if (end > bytes.length) return
+    if (visit(bytes[at]!, at + 5, end) === false) return
+    at = end
+  }
+}
+
+/** One field of an ErrorResponse or NoticeResponse body (`C` for the SQLSTATE, `R` for the routine). */
+export function responseField(bytes: Uint8Array, start: number, end: number, code: string): string | undefined {
+  const want = code.charCodeAt(0)
+  let at = start
+  while (at < end && bytes[at] !== 0) {
+    const [value, next] = readCString(bytes, at + 1, end)
+    if (bytes[at] === want) return value
+    at = next
+  }
+  return undefined
 }
 
 /** Reads NUL-terminated strings from `buf` starting at `at`. */

@@ -9,7 +9,21 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { AUTH_METHODS, PGliteServer } from '../src/index.js'
-import { HOST, RawClient, endQuietly, errorFields, hasProgram, libpqEnv, run, serve, startupPacket, within, type Served } from './helpers.js'
+import {
+  HOST,
+  RawClient,
+  Waiters,
+  endQuietly,
+  errorFields,
+  hasProgram,
+  libpqEnv,
+  run,
+  serve,
+  startupPacket,
+  useDatabase,
+  within,
+  type Served,
+} from './helpers.js'
 
 const hasPsql = hasProgram('psql')
 const WAIT_MS = 10_000
@@ -21,21 +35,13 @@ const cliPath = join(packageDir, 'src', 'cli.ts')
 const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href
 
 describe('password authentication', () => {
-  let db: PGlite
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-  })
-
-  afterAll(async () => {
-    await db?.close()
-  })
+  const database = useDatabase()
 
   describe.each(AUTH_METHODS.map((method) => ({ method })))('authMethod $method', ({ method }) => {
     let served: Served
 
     beforeAll(async () => {
-      served = await serve(db, { password: 'secret', authMethod: method })
+      served = await serve(database.db, { password: 'secret', authMethod: method })
     })
 
     afterAll(async () => {
@@ -85,7 +91,7 @@ describe('password authentication', () => {
     let served: Served
 
     beforeAll(async () => {
-      served = await serve(db, { password: 'pä§§wörd', authMethod: 'scram-sha-256' })
+      served = await serve(database.db, { password: 'pä§§wörd', authMethod: 'scram-sha-256' })
     })
 
     afterAll(async () => {
@@ -118,19 +124,11 @@ describe('password authentication', () => {
 })
 
 describe('listening beyond loopback', () => {
-  let db: PGlite
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-  })
-
-  afterAll(async () => {
-    await db?.close()
-  })
+  const database = useDatabase()
 
   for (const host of ['0.0.0.0', '::']) {
     it(`refuses to start on ${host} without a password`, async () => {
-      const server = new PGliteServer({ db, host, port: 0 })
+      const server = new PGliteServer({ db: database.db, host, port: 0 })
       try {
         await expect(server.start()).rejects.toThrow(/password/)
         expect(server.address).toBeUndefined()
@@ -147,7 +145,7 @@ class Cli {
   stdout = ''
   stderr = ''
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  #waiters: Array<() => void> = []
+  readonly #printed = new Waiters()
 
   constructor(args: string[]) {
     this.child = spawn(process.execPath, ['--import', tsxLoader, cliPath, ...args], {
@@ -157,20 +155,14 @@ class Cli {
     })
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       this.stdout += d
-      this.#wake()
+      this.#printed.wake()
     })
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => {
       this.stderr += d
-      this.#wake()
+      this.#printed.wake()
     })
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
-    void this.exited.then(() => this.#wake())
-  }
-
-  #wake(): void {
-    const w = this.#waiters
-    this.#waiters = []
-    for (const f of w) f()
+    void this.exited.then(() => this.#printed.wake())
   }
 
   /** Resolves with the first match of `pattern` in stdout. */
@@ -182,7 +174,7 @@ class Cli {
         if (this.child.exitCode !== null || this.child.signalCode !== null) {
           throw new Error(`the CLI exited before printing ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
         }
-        await new Promise<void>((resolve) => this.#waiters.push(resolve))
+        await this.#printed.next()
       }
     })()
     return within(found, CLI_MS, `the CLI to print ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
 import {
   RawClient,
+  Waiters,
   cstr,
   endQuietly,
   errorFields,
@@ -9,11 +9,12 @@ import {
   int32,
   pgClient,
   queryFrame,
-  serve,
   startupPacket,
+  useServedDatabase,
+  withRawClient,
   within,
   type BackendMessage,
-  type Served,
+  type TestClient,
 } from './helpers.js'
 
 /** Bound for waiting on something the server must do by itself. */
@@ -29,9 +30,9 @@ class Steady {
   count = 0
   readonly failures: string[] = []
   #stop = false
-  #waiters: Array<() => void> = []
+  readonly #answered = new Waiters()
   done: Promise<void> = Promise.resolve()
-  client!: Awaited<ReturnType<typeof pgClient>>
+  client!: TestClient
 
   async start(port: number): Promise<void> {
     this.client = await pgClient(port)
@@ -48,9 +49,7 @@ class Steady {
         break
       } finally {
         this.count++
-        const w = this.#waiters
-        this.#waiters = []
-        for (const f of w) f()
+        this.#answered.wake()
       }
     }
   }
@@ -61,7 +60,7 @@ class Steady {
     const reached = (async () => {
       while (this.count < target) {
         if (this.failures.length > 0) throw new Error(`the steady client failed: ${this.failures.join('; ')}`)
-        await new Promise<void>((resolve) => this.#waiters.push(resolve))
+        await this.#answered.next()
       }
     })()
     await within(reached, WAIT_MS, `the steady client to answer ${n} more queries`)
@@ -98,20 +97,15 @@ function expectFatal(messages: BackendMessage[], code: string): void {
 }
 
 describe('bad input on raw connections', () => {
-  let db: PGlite
-  let served: Served
+  const served = useServedDatabase()
   const steady = new Steady()
 
   beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
     await steady.start(served.port)
   })
 
   afterAll(async () => {
     await steady.stop()
-    await served?.server.stop()
-    await db?.close()
   })
 
   /** Sends `bytes` on a new connection (after a handshake if asked) and collects the reply until the server closes. */
@@ -173,6 +167,72 @@ describe('bad input on raw connections', () => {
     await steady.advance()
   })
 
+  // Postgres's per-type limits (PQ_SMALL_MESSAGE_LIMIT): checked on the header, before the body is read.
+  it.each([
+    ['Sync', 'S'],
+    ['Flush', 'H'],
+    ['Terminate', 'X'],
+    ['Describe', 'D'],
+    ['Close', 'C'],
+    ['Execute', 'E'],
+    ['CopyDone', 'c'],
+    ['CopyFail', 'f'],
+  ])('rejects a %s whose length field claims 1 MB with FATAL 08P01, before its body arrives', async (_name, type) => {
+    const reply = await send(Buffer.concat([Buffer.from(type), int32(1 << 20)]), { handshake: true })
+    expectFatal(reply, '08P01')
+    expect(errorFields(reply[0]!.body).M).toMatch(/at most 10000 bytes/)
+    await steady.advance()
+  })
+
+  it('passes a Sync of exactly 10000 bytes on, and Postgres answers its extra bytes with an ordinary error', async () => {
+    await withRawClient(served.port, async (raw) => {
+      raw.write(frame('S', Buffer.alloc(9996)))
+      const reply = await within(raw.until('Z'), WAIT_MS, 'the reply')
+      expect(reply.map((m) => m.type)).toEqual(['E', 'Z'])
+      expect(errorFields(reply[0]!.body)).toMatchObject({ S: 'ERROR', C: '08P01' })
+      raw.write(queryFrame('select 1'))
+      expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
+    })
+    await steady.advance()
+  })
+
+  it('serves a prepared statement whose name fills a Describe and an Execute to their 10000-byte limit', async () => {
+    await withRawClient(served.port, async (raw) => {
+      // Describe: 4 length + 1 kind + 9994 name + NUL; Execute: 4 + 9991 name + NUL + 4 row limit.
+      const statement = 's'.repeat(9994)
+      const portal = 'p'.repeat(9991)
+      raw.write(
+        Buffer.concat([
+          frame('P', Buffer.concat([cstr(statement, 'select 7 as n'), Buffer.from([0, 0])])),
+          frame('D', Buffer.concat([Buffer.from('S'), cstr(statement)])),
+          frame('B', Buffer.concat([cstr(portal, statement), Buffer.from([0, 0, 0, 0, 0, 0])])),
+          frame('E', Buffer.concat([cstr(portal), int32(0)])),
+          frame('S'),
+        ]),
+      )
+      const reply = await within(raw.until('Z'), WAIT_MS, 'the reply')
+      expect(reply.map((m) => m.type)).toEqual(['1', 't', 'T', '2', 'D', 'C', 'Z'])
+      raw.write(frame('D', Buffer.concat([Buffer.from('S'), cstr('n'.repeat(9994))])))
+      raw.write(frame('S'))
+      const missing = await within(raw.until('Z'), WAIT_MS, 'the reply')
+      expect(missing.map((m) => m.type)).toEqual(['E', 'Z'])
+      expect(errorFields(missing[0]!.body).C).toBe('26000')
+    })
+    await steady.advance()
+  })
+
+  it('rejects an oversized CopyDone in the middle of a COPY with FATAL 08P01 and rolls the COPY back', async () => {
+    await withRawClient(served.port, async (raw) => {
+      raw.write(queryFrame('create table if not exists oversized_copy (a int); insert into oversized_copy values (1); copy oversized_copy from stdin'))
+      expect((await within(raw.until('G'), WAIT_MS, 'CopyInResponse')).map((m) => m.type)).toEqual(['C', 'C', 'G'])
+      raw.write(Buffer.concat([frame('d', Buffer.from('2\n')), Buffer.from('c'), int32(20_000)]))
+      expectFatal(await within(raw.rest(), WAIT_MS, 'the server to answer and close'), '08P01')
+    })
+    const other = await served.connect()
+    expect((await other.query("select to_regclass('oversized_copy') is null as gone")).rows).toEqual([{ gone: true }])
+    await steady.advance()
+  })
+
   it('drops a client that sends half a message and closes, without a reply', async () => {
     const truncated = Buffer.concat([Buffer.from('Q'), int32(100), Buffer.from('select 1')])
     expect(await send(truncated, { handshake: true, endAfter: true })).toEqual([])
@@ -180,25 +240,19 @@ describe('bad input on raw connections', () => {
   })
 
   it('answers a Query whose string lacks its NUL with ERROR 08P01 and keeps the connection usable', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(frame('Q', Buffer.from('select 1')))
       const reply = await within(raw.until('Z'), WAIT_MS, 'the reply')
       expect(reply.map((m) => m.type)).toEqual(['E', 'Z'])
       expect(errorFields(reply[0]!.body).C).toBe('08P01')
       raw.write(queryFrame('select 1'))
       expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
-    } finally {
-      raw.destroy()
-    }
+    })
     await steady.advance()
   })
 
   it('answers a Bind that claims more parameters than it carries with ERROR 08P01', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(
         Buffer.concat([
           frame('P', Buffer.concat([cstr('', 'select $1::int'), Buffer.from([0, 0])])),
@@ -209,48 +263,31 @@ describe('bad input on raw connections', () => {
       const reply = await within(raw.until('Z'), WAIT_MS, 'the reply')
       expect(reply.map((m) => m.type)).toEqual(['1', 'E', 'Z'])
       expect(errorFields(reply[1]!.body).C).toBe('08P01')
-    } finally {
-      raw.destroy()
-    }
+    })
     await steady.advance()
   })
 
   it('ignores CopyData and CopyDone sent outside COPY, like Postgres', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(Buffer.concat([frame('d', Buffer.from('stray\n')), frame('c'), queryFrame('select 1')]))
       expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
-    } finally {
-      raw.destroy()
-    }
+    })
     await steady.advance()
   })
 
-  it('answers SSLRequest with N and then accepts a normal startup', async () => {
+  it.each([
+    ['SSLRequest', 80877103],
+    ['GSSENCRequest', 80877104],
+  ])('answers %s with N and then accepts a normal startup', async (_name, code) => {
     const raw = new RawClient(served.port)
     try {
       await raw.connected
-      raw.write(Buffer.concat([int32(8), int32(80877103)]))
-      expect(await within(raw.readByte(), WAIT_MS, 'the SSL answer')).toBe('N')
+      raw.write(Buffer.concat([int32(8), int32(code)]))
+      expect(await within(raw.readByte(), WAIT_MS, 'the answer')).toBe('N')
       raw.write(startupPacket())
       expect((await within(raw.until('Z'), WAIT_MS, 'the startup')).at(-1)?.type).toBe('Z')
       raw.write(queryFrame('select 1'))
       expect((await within(raw.until('Z'), WAIT_MS, 'select 1')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
-    } finally {
-      raw.destroy()
-    }
-    await steady.advance()
-  })
-
-  it('answers GSSENCRequest with N and then accepts a normal startup', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.connected
-      raw.write(Buffer.concat([int32(8), int32(80877104)]))
-      expect(await within(raw.readByte(), WAIT_MS, 'the GSS answer')).toBe('N')
-      raw.write(startupPacket())
-      expect((await within(raw.until('Z'), WAIT_MS, 'the startup')).at(-1)?.type).toBe('Z')
     } finally {
       raw.destroy()
     }
@@ -265,12 +302,8 @@ describe('bad input on raw connections', () => {
   })
 
   it('serves a new client after all of the above', async () => {
-    const client = await pgClient(served.port)
-    try {
-      expect((await client.query('select $1::text as hello', ['world'])).rows).toEqual([{ hello: 'world' }])
-    } finally {
-      await endQuietly(client)
-    }
+    const client = await served.connect()
+    expect((await client.query('select $1::text as hello', ['world'])).rows).toEqual([{ hello: 'world' }])
   })
 
   it('has had every query of the steady client answered correctly', async () => {
@@ -282,64 +315,33 @@ describe('bad input on raw connections', () => {
 })
 
 describe('COPY FROM STDIN through the extended protocol: the reply', () => {
-  let db: PGlite
-  let served: Served
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-    await db.exec('create table copy_target (id int)')
-  })
-
-  afterAll(async () => {
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase({}, (db) => db.exec('create table copy_target (id int)'))
 
   it('answers COPY FROM STDIN sent through the extended protocol with an error and ReadyForQuery', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(extendedCopyFromStdin())
       const reply = await within(raw.until('Z'), WAIT_MS, 'ReadyForQuery after an extended-protocol COPY FROM STDIN')
       expect(reply.map((m) => m.type)).toContain('E')
       expect(reply.at(-1)?.type).toBe('Z')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 })
 
 describe('COPY FROM STDIN through the extended protocol: the engine afterwards', () => {
-  let db: PGlite
-  let served: Served
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-    await db.exec('create table copy_target (id int)')
-  })
-
-  afterAll(async () => {
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase({}, (db) => db.exec('create table copy_target (id int)'))
 
   it('leaves the engine in sync after a client sent COPY FROM STDIN through the extended protocol', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    const left = await withRawClient(served.port, async (raw) => {
       raw.write(extendedCopyFromStdin())
       // Wait for the error the engine reports, then leave.
       for (;;) {
         const m = await within(raw.next(), WAIT_MS, 'an ErrorResponse')
         if (!m || m.type === 'E') break
       }
-    } finally {
-      raw.destroy()
-    }
-    await raw.closed
-    expect((await db.query('select 41 + 1 as answer')).rows).toEqual([{ answer: 42 }])
+      return raw
+    })
+    await left.closed
+    expect((await served.db.query('select 41 + 1 as answer')).rows).toEqual([{ answer: 42 }])
   })
 })
 

@@ -4,10 +4,8 @@ import { join } from 'node:path'
 import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
 import { PGliteServer } from '../src/index.js'
 import {
-  RawClient,
   cstr,
   deferred,
   endQuietly,
@@ -15,31 +13,23 @@ import {
   frame,
   hasProgram,
   libpqEnv,
-  pgClient,
   queryFrame,
   run,
-  serve,
-  type Served,
+  useDatabase,
+  useServedDatabase,
+  withRawClient,
+  type TestClient,
 } from './helpers.js'
 
 const hasPsql = hasProgram('psql')
 const hasPgbench = hasProgram('pgbench')
 
 describe('pg (node-postgres)', () => {
-  let db: PGlite
-  let served: Served
-  let client: pg.Client & { errors: Error[] }
+  const served = useServedDatabase()
+  let client: TestClient
 
   beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-    client = await pgClient(served.port)
-  })
-
-  afterAll(async () => {
-    await endQuietly(client)
-    await served?.server.stop()
-    await db?.close()
+    client = await served.connect()
   })
 
   it('returns one result per statement of a multi-statement simple query', async () => {
@@ -100,7 +90,7 @@ describe('pg (node-postgres)', () => {
   })
 
   it('returns a 10 MB result intact while another client LISTENs', async () => {
-    const listener = await pgClient(served.port)
+    const listener = await served.connect()
     try {
       // With a LISTEN anywhere, every frame of the result goes through the notification splitter.
       await listener.query('listen big_result')
@@ -140,59 +130,37 @@ describe('pg (node-postgres)', () => {
 })
 
 describe('raw protocol: COPY and pipelining', () => {
-  let db: PGlite
-  let served: Served
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-    await db.exec('create table copied (id int primary key, name text)')
-  })
-
-  afterAll(async () => {
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase({}, (db) => db.exec('create table copied (id int primary key, name text)'))
 
   it('loads rows with COPY FROM STDIN sent as CopyData frames', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(queryFrame('copy copied from stdin'))
       expect((await raw.next())?.type).toBe('G')
       raw.write(Buffer.concat([frame('d', Buffer.from('1\tone\n2\ttwo\n')), frame('d', Buffer.from('3\tthree\n')), frame('c')]))
       const reply = await raw.until('Z')
       expect(reply.map((m) => m.type)).toEqual(['C', 'Z'])
       expect(reply[0]!.body.toString('utf8')).toBe('COPY 3\u0000')
-      const { rows } = await db.query<{ id: number; name: string }>('select id, name from copied order by id')
+      const { rows } = await served.db.query<{ id: number; name: string }>('select id, name from copied order by id')
       expect(rows).toEqual([
         { id: 1, name: 'one' },
         { id: 2, name: 'two' },
         { id: 3, name: 'three' },
       ])
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('sends rows with COPY TO STDOUT as CopyOutResponse, CopyData and CopyDone', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(queryFrame('copy (select id, name from copied where id <= 2 order by id) to stdout'))
       const reply = await raw.until('Z')
       expect(reply.map((m) => m.type)).toEqual(['H', 'd', 'd', 'c', 'C', 'Z'])
       expect(reply.filter((m) => m.type === 'd').map((m) => m.body.toString('utf8'))).toEqual(['1\tone\n', '2\ttwo\n'])
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('aborts COPY FROM STDIN on CopyFail and leaves the table unchanged', async () => {
-    const before = (await db.query<{ n: number }>('select count(*)::int as n from copied')).rows[0]!.n
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    const before = (await served.db.query<{ n: number }>('select count(*)::int as n from copied')).rows[0]!.n
+    await withRawClient(served.port, async (raw) => {
       raw.write(queryFrame('copy copied from stdin'))
       expect((await raw.next())?.type).toBe('G')
       raw.write(Buffer.concat([frame('d', Buffer.from('100\thundred\n')), frame('f', cstr('client gave up'))]))
@@ -202,49 +170,35 @@ describe('raw protocol: COPY and pipelining', () => {
       expect(reply[1]!.body.toString('latin1')).toBe('I')
       raw.write(queryFrame('select 1'))
       expect((await raw.until('Z')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
-    } finally {
-      raw.destroy()
-    }
-    expect((await db.query<{ n: number }>('select count(*)::int as n from copied')).rows[0]!.n).toBe(before)
+    })
+    expect((await served.db.query<{ n: number }>('select count(*)::int as n from copied')).rows[0]!.n).toBe(before)
   })
 
   it('loads rows with COPY FROM STDIN preceded by a block comment, as psql sends it', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(queryFrame('/* load two rows */ copy copied from stdin'))
       expect((await raw.next())?.type).toBe('G')
       raw.write(Buffer.concat([frame('d', Buffer.from('10\tten\n11\televen\n')), frame('c')]))
       const reply = await raw.until('Z')
       expect(reply.map((m) => m.type)).toEqual(['C', 'Z'])
       expect(reply[0]!.body.toString('utf8')).toBe('COPY 2\u0000')
-    } finally {
-      raw.destroy()
-    }
-    expect((await db.query('select count(*)::int as n from copied where id in (10, 11)')).rows).toEqual([{ n: 2 }])
+    })
+    expect((await served.db.query('select count(*)::int as n from copied where id in (10, 11)')).rows).toEqual([{ n: 2 }])
   })
 
-  it('reports COPY FROM STDIN into a missing table once the data is sent, and the connection stays usable', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+  it('reports COPY FROM STDIN into a missing table at once, without asking for data, and the connection stays usable', async () => {
+    await withRawClient(served.port, async (raw) => {
       raw.write(queryFrame('copy no_such_table from stdin'))
-      expect((await raw.next())?.type).toBe('G')
-      raw.write(Buffer.concat([frame('d', Buffer.from('1\n')), frame('c')]))
       const reply = await raw.until('Z')
       expect(reply.map((m) => m.type)).toEqual(['E', 'Z'])
       expect(errorFields(reply[0]!.body).C).toBe('42P01')
       raw.write(queryFrame('select 1'))
       expect((await raw.until('Z')).map((m) => m.type)).toEqual(['T', 'D', 'C', 'Z'])
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('answers 50 simple queries sent in one write, in order', async () => {
-    const raw = new RawClient(served.port)
-    try {
-      await raw.handshake()
+    await withRawClient(served.port, async (raw) => {
       raw.write(Buffer.concat(Array.from({ length: 50 }, (_, i) => queryFrame(`select ${i} as i`))))
       const values: string[] = []
       for (let i = 0; i < 50; i++) {
@@ -255,35 +209,28 @@ describe('raw protocol: COPY and pipelining', () => {
         values.push(data.subarray(6, 6 + data.readInt32BE(2)).toString('utf8'))
       }
       expect(values).toEqual(Array.from({ length: 50 }, (_, i) => String(i)))
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 })
 
 describe('postgres.js', () => {
-  let db: PGlite
-  let served: Served
+  const served = useServedDatabase()
   let sql: postgres.Sql
 
   beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
     sql = postgres(served.url, { max: 4, connect_timeout: 20, idle_timeout: 0, onnotice: () => {} })
     await sql`create table accounts (id int primary key, balance int not null)`
   })
 
   afterAll(async () => {
     await sql?.end({ timeout: 5 })
-    await served?.server.stop()
-    await db?.close()
   })
 
   it('runs parameterized queries as named prepared statements', async () => {
     const first = await sql`select ${20}::int + ${22}::int as sum_of_two`
     const second = await sql`select ${1}::int + ${2}::int as sum_of_two`
     expect([first[0]!.sum_of_two, second[0]!.sum_of_two]).toEqual([42, 3])
-    const prepared = await db.query<{ n: number }>(
+    const prepared = await served.db.query<{ n: number }>(
       "select count(*)::int as n from pg_prepared_statements where statement like '%as sum_of_two%'",
     )
     expect(prepared.rows[0]!.n).toBeGreaterThanOrEqual(1)
@@ -297,7 +244,7 @@ describe('postgres.js', () => {
       return tx`select sum(balance)::int as total from accounts`
     })
     expect(result[0]!.total).toBe(150)
-    const { rows } = await db.query('select id, balance from accounts order by id')
+    const { rows } = await served.db.query('select id, balance from accounts order by id')
     expect(rows).toEqual([
       { id: 1, balance: 70 },
       { id: 2, balance: 80 },
@@ -311,7 +258,7 @@ describe('postgres.js', () => {
         throw new Error('give up')
       }),
     ).rejects.toThrow('give up')
-    const { rows } = await db.query('select count(*)::int as n from accounts where id = 3')
+    const { rows } = await served.db.query('select count(*)::int as n from accounts where id = 3')
     expect(rows).toEqual([{ n: 0 }])
   })
 
@@ -338,19 +285,14 @@ describe('postgres.js', () => {
 })
 
 describe('psql', () => {
-  let db: PGlite
-  let served: Served
+  const served = useServedDatabase()
   let dir: string
 
-  beforeAll(async () => {
+  beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'pgwasm-psql-'))
-    db = await PGlite.create()
-    served = await serve(db)
   })
 
-  afterAll(async () => {
-    await served?.server.stop()
-    await db?.close()
+  afterAll(() => {
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -393,18 +335,7 @@ describe('psql', () => {
 })
 
 describe('pgbench', () => {
-  let db: PGlite
-  let served: Served
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-  })
-
-  afterAll(async () => {
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase()
 
   it.skipIf(!hasPgbench)(
     'initializes scale 1 and runs 8 clients x 200 transactions with no failure and consistent balances [needs pgbench]',
@@ -412,7 +343,7 @@ describe('pgbench', () => {
     async () => {
       const init = await run('pgbench', ['-i', '-s', '1', served.url], { timeoutMs: 240_000, env: libpqEnv() })
       expect(init.code, init.stderr).toBe(0)
-      expect((await db.query('select count(*)::int as n from pgbench_accounts')).rows).toEqual([{ n: 100_000 }])
+      expect((await served.db.query('select count(*)::int as n from pgbench_accounts')).rows).toEqual([{ n: 100_000 }])
 
       const bench = await run('pgbench', ['-c', '8', '-t', '200', '-n', served.url], { timeoutMs: 240_000, env: libpqEnv() })
       expect(bench.code, `${bench.stdout}\n${bench.stderr}`).toBe(0)
@@ -420,7 +351,7 @@ describe('pgbench', () => {
       const failed = /number of failed transactions: (\d+)/.exec(bench.stdout)
       if (failed) expect(failed[1]).toBe('0')
 
-      const { rows } = await db.query<{ branches: string; tellers: string; accounts: string; history: number }>(
+      const { rows } = await served.db.query<{ branches: string; tellers: string; accounts: string; history: number }>(
         `select (select sum(bbalance) from pgbench_branches)::text as branches,
                 (select sum(tbalance) from pgbench_tellers)::text as tellers,
                 (select sum(abalance) from pgbench_accounts)::text as accounts,
@@ -434,20 +365,18 @@ describe('pgbench', () => {
 })
 
 describe('Unix socket', () => {
-  let db: PGlite
+  const database = useDatabase()
   let server: PGliteServer
   let dir: string
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pgwasm-sock-'))
-    db = await PGlite.create()
-    server = new PGliteServer({ db, path: join(dir, '.s.PGSQL.5432') })
+    server = new PGliteServer({ db: database.db, path: join(dir, '.s.PGSQL.5432') })
     await server.start()
   })
 
   afterAll(async () => {
     await server?.stop()
-    await db?.close()
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -481,7 +410,7 @@ describe('Unix socket', () => {
   it('gives a connection string that reaches a socket named for a port other than 5432', async () => {
     // Alone in its directory: a client that looked for port 5432 there finds nothing.
     const otherDir = mkdtempSync(join(tmpdir(), 'pgwasm-sock6543-'))
-    const other = new PGliteServer({ db, path: join(otherDir, '.s.PGSQL.6543') })
+    const other = new PGliteServer({ db: database.db, path: join(otherDir, '.s.PGSQL.6543') })
     await other.start()
     const client = new pg.Client({ connectionString: other.connectionString })
     client.on('error', () => {})
@@ -497,11 +426,11 @@ describe('Unix socket', () => {
 
   it('removes the socket file on stop and can start again on the same path', async () => {
     const path = join(dir, 'again.sock')
-    const first = new PGliteServer({ db, path })
+    const first = new PGliteServer({ db: database.db, path })
     await first.start()
     await first.stop()
     expect(() => statSync(path)).toThrow()
-    const second = new PGliteServer({ db, path })
+    const second = new PGliteServer({ db: database.db, path })
     await second.start()
     try {
       expect(statSync(path).isSocket()).toBe(true)
@@ -511,7 +440,7 @@ describe('Unix socket', () => {
   })
 
   it('refuses a socket path another live server is using', async () => {
-    await expect(new PGliteServer({ db, path: join(dir, '.s.PGSQL.5432') }).start()).rejects.toThrow(/already in use/)
+    await expect(new PGliteServer({ db: database.db, path: join(dir, '.s.PGSQL.5432') }).start()).rejects.toThrow(/already in use/)
   })
 })
 

@@ -1,19 +1,8 @@
 import { connect } from 'node:net'
 import fc from 'fast-check'
 import { serialize } from 'pg-protocol'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
-import { HOST, pgClient, serve, type Served } from './helpers.js'
-
-/** A valid startup packet for user postgres, database postgres. */
-function startupPacket(): Buffer {
-  const params = Buffer.from('user\0postgres\0database\0postgres\0\0')
-  const packet = Buffer.alloc(8 + params.length)
-  packet.writeInt32BE(packet.length, 0)
-  packet.writeInt32BE(196608, 4)
-  params.copy(packet, 8)
-  return packet
-}
+import { describe, expect, it } from 'vitest'
+import { HOST, pgClient, startupPacket, useServedDatabase } from './helpers.js'
 
 const validMessages = [
   serialize.query('select 1'),
@@ -72,17 +61,9 @@ function throwAtServer(port: number, bytes: Uint8Array): Promise<void> {
 }
 
 describe('socket server fuzzing', () => {
-  let db: PGlite
-  let served: Served
-  beforeAll(async () => {
-    db = await PGlite.create()
-    await db.exec('create table steady (id int primary key, v int); insert into steady values (1, 0)')
-    served = await serve(db, { syncTimeoutMs: 200 })
-  })
-  afterAll(async () => {
-    await served.server.stop()
-    await db.close()
-  })
+  const served = useServedDatabase({ syncTimeoutMs: 200 }, (db) =>
+    db.exec('create table steady (id int primary key, v int); insert into steady values (1, 0)'),
+  )
 
   it('keeps serving a steady client while random and mutated client bytes arrive on other connections', async () => {
     const steady = await pgClient(served.port)
@@ -114,6 +95,6 @@ describe('socket server fuzzing', () => {
     const fresh = await pgClient(served.port)
     expect((await fresh.query('select 1 as ok')).rows).toEqual([{ ok: 1 }])
     await fresh.end()
-    expect((await db.query<{ v: number }>('select v from steady where id = 1')).rows[0]!.v).toBe(steadyQueries)
+    expect((await served.db.query<{ v: number }>('select v from steady where id = 1')).rows[0]!.v).toBe(steadyQueries)
   }, 300_000)
 })

@@ -1,7 +1,10 @@
 /** Shared helpers of the pglite-socket tests: servers, raw wire clients, child processes. */
-import { spawn, spawnSync } from 'node:child_process'
-import { connect, type Socket } from 'node:net'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { connect, createServer, type Socket } from 'node:net'
+import { join } from 'node:path'
 import pg from 'pg'
+import { afterAll, beforeAll } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { PGliteServer, type PGliteServerOptions } from '../src/index.js'
 
@@ -38,6 +41,22 @@ export async function within<T>(promise: Promise<T>, ms: number, message: string
   }
 }
 
+/** Wakes whoever waits for "something changed" (new bytes, a notification, a query done). */
+export class Waiters {
+  #waiting: Array<() => void> = []
+
+  /** Resolves at the next `wake()`. */
+  next(): Promise<void> {
+    return new Promise((resolve) => this.#waiting.push(resolve))
+  }
+
+  wake(): void {
+    const waiting = this.#waiting
+    this.#waiting = []
+    for (const resolve of waiting) resolve()
+  }
+}
+
 export interface Served {
   server: PGliteServer
   port: number
@@ -53,14 +72,79 @@ export async function serve(db: PGlite, options: Omit<PGliteServerOptions, 'db'>
 }
 
 /** A connected pg client of a TCP server (errors after a test's end are kept, not thrown). */
-export async function pgClient(port: number, config: pg.ClientConfig = {}): Promise<pg.Client & { errors: Error[] }> {
-  const client = new pg.Client({ host: HOST, port, user: 'postgres', database: 'postgres', ...config }) as pg.Client & {
-    errors: Error[]
-  }
+export async function pgClient(port: number, config: pg.ClientConfig = {}): Promise<TestClient> {
+  const client = new pg.Client({ host: HOST, port, user: 'postgres', database: 'postgres', ...config }) as TestClient
   client.errors = []
   client.on('error', (err) => client.errors.push(err))
   await client.connect()
   return client
+}
+
+export type TestClient = pg.Client & { errors: Error[] }
+
+/** A fresh database for the enclosing `describe` block (the hooks are registered here). */
+export function useDatabase(setup?: (db: PGlite) => Promise<unknown>): { readonly db: PGlite } {
+  let db: PGlite | undefined
+  beforeAll(async () => {
+    db = await PGlite.create()
+    if (setup) await setup(db)
+  })
+  afterAll(async () => {
+    await db?.close()
+  })
+  return {
+    get db(): PGlite {
+      if (!db) throw new Error('the database is made in beforeAll')
+      return db
+    },
+  }
+}
+
+export interface ServedDatabase extends Served {
+  readonly db: PGlite
+  /** A pg client of the server, ended after the block. */
+  connect(config?: pg.ClientConfig): Promise<TestClient>
+}
+
+/**
+ * A fresh database served on 127.0.0.1 and a free port for the enclosing
+ * `describe` block: started in beforeAll (after `setup`), stopped in
+ * afterAll with the clients `connect` made.
+ */
+export function useServedDatabase(options: Omit<PGliteServerOptions, 'db'> = {}, setup?: (db: PGlite) => Promise<unknown>): ServedDatabase {
+  const database = useDatabase(setup)
+  let served: Served | undefined
+  const clients: TestClient[] = []
+  const started = (): Served => {
+    if (!served) throw new Error('the server is started in beforeAll')
+    return served
+  }
+  beforeAll(async () => {
+    served = await serve(database.db, options)
+  })
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => endQuietly(c)))
+    await served?.server.stop()
+  })
+  return {
+    get db(): PGlite {
+      return database.db
+    },
+    get server(): PGliteServer {
+      return started().server
+    },
+    get port(): number {
+      return started().port
+    },
+    get url(): string {
+      return started().url
+    },
+    async connect(config: pg.ClientConfig = {}): Promise<TestClient> {
+      const client = await pgClient(started().port, config)
+      clients.push(client)
+      return client
+    },
+  }
 }
 
 /** Ends a pg client, ignoring one that is gone already. */
@@ -116,6 +200,7 @@ export function errorFields(body: Buffer): Record<string, string> {
   while (at < body.length && body[at] !== 0) {
     const code = String.fromCharCode(body[at]!)
     const end = body.indexOf(0, at + 1)
+    if (end < 0) throw new Error(`unterminated field ${code} in ${body.toString('hex')}`)
     fields[code] = body.subarray(at + 1, end).toString('utf8')
     at = end + 1
   }
@@ -131,8 +216,7 @@ export class RawClient {
   readonly closed: Promise<void>
   readonly connected: Promise<void>
   #buffer = Buffer.alloc(0)
-  #messages: BackendMessage[] = []
-  #waiters: Array<() => void> = []
+  readonly #changes = new Waiters()
   #isClosed = false
 
   constructor(port: number) {
@@ -142,13 +226,13 @@ export class RawClient {
     this.closed = new Promise((resolve) =>
       this.socket.once('close', () => {
         this.#isClosed = true
-        this.#wake()
+        this.#changes.wake()
         resolve()
       }),
     )
     this.socket.on('data', (data: Buffer) => {
       this.#buffer = Buffer.concat([this.#buffer, data])
-      this.#wake()
+      this.#changes.wake()
     })
   }
 
@@ -160,21 +244,11 @@ export class RawClient {
     this.socket.write(bytes)
   }
 
-  #wake(): void {
-    const waiters = this.#waiters
-    this.#waiters = []
-    for (const w of waiters) w()
-  }
-
-  #changed(): Promise<void> {
-    return new Promise((resolve) => this.#waiters.push(resolve))
-  }
-
   /** The next single byte (the answer to an SSLRequest), or undefined if the server closed. */
   async readByte(): Promise<string | undefined> {
     while (this.#buffer.length === 0) {
       if (this.#isClosed) return undefined
-      await this.#changed()
+      await this.#changes.next()
     }
     const b = this.#buffer.subarray(0, 1).toString('latin1')
     this.#buffer = this.#buffer.subarray(1)
@@ -192,12 +266,11 @@ export class RawClient {
             body: Buffer.from(this.#buffer.subarray(5, 1 + length)),
           }
           this.#buffer = this.#buffer.subarray(1 + length)
-          this.#messages.push(message)
           return message
         }
       }
       if (this.#isClosed) return undefined
-      await this.#changed()
+      await this.#changes.next()
     }
   }
 
@@ -233,6 +306,17 @@ export class RawClient {
 
   destroy(): void {
     this.socket.destroy()
+  }
+}
+
+/** Runs `fn` with a raw client past startup, and destroys the client afterwards. */
+export async function withRawClient<T>(port: number, fn: (raw: RawClient) => Promise<T>): Promise<T> {
+  const raw = new RawClient(port)
+  try {
+    await raw.handshake()
+    return await fn(raw)
+  } finally {
+    raw.destroy()
   }
 }
 
@@ -296,4 +380,81 @@ export function libpqEnv(): NodeJS.ProcessEnv {
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v
   env.PGCONNECT_TIMEOUT = '20'
   return env
+}
+
+// ---------------------------------------------------------------------------
+// Native PostgreSQL
+
+export interface NativeInstall {
+  bin: string
+  /** Runs initdb and pg_ctl as this user when we are root (initdb refuses root). */
+  asUser: string | undefined
+}
+
+/** Debian's PostgreSQL server binaries, newest version first, or undefined when not installed. */
+export function findNativePostgres(): NativeInstall | undefined {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return undefined
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')) && existsSync(join(root, v, 'bin', 'pg_ctl')))
+    .sort((a, b) => Number(b) - Number(a))
+  if (versions.length === 0) return undefined
+  const bin = join(root, versions[0]!, 'bin')
+  if (process.getuid?.() !== 0) return { bin, asUser: undefined }
+  try {
+    execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' })
+    execFileSync('runuser', ['--help'], { stdio: 'ignore' })
+  } catch {
+    return undefined
+  }
+  return { bin, asUser: 'postgres' }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, HOST, () => {
+      const address = server.address()
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+export interface NativeServer {
+  port: number
+  stop(): Promise<void>
+}
+
+/** A throwaway cluster under /tmp on 127.0.0.1 (trust, user postgres), removed by `stop()`. */
+export async function startNativePostgres(native: NativeInstall): Promise<NativeServer> {
+  const dir = mkdtempSync('/tmp/pgwasm-socket-native-')
+  const asUser = (command: string, args: string[]): [string, string[]] =>
+    native.asUser ? ['runuser', ['-u', native.asUser, '--', command, ...args]] : [command, args]
+  if (native.asUser) {
+    const uid = Number(execFileSync('id', ['-u', native.asUser]).toString().trim())
+    const gid = Number(execFileSync('id', ['-g', native.asUser]).toString().trim())
+    chownSync(dir, uid, gid)
+  }
+  const port = await freePort()
+  const data = join(dir, 'data')
+  const stop = async (): Promise<void> => {
+    await run(...asUser(join(native.bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']), { timeoutMs: 60_000 }).catch(() => {})
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    const init = await run(...asUser(join(native.bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C']), {
+      timeoutMs: 120_000,
+    })
+    if (init.code !== 0) throw new Error(`initdb failed: ${init.stderr}`)
+    const options = `-p ${port} -k ${dir} -c listen_addresses=${HOST} -c timezone=UTC -c fsync=off`
+    const started = await run(...asUser(join(native.bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', options, 'start']), {
+      timeoutMs: 120_000,
+    })
+    if (started.code !== 0) throw new Error(`pg_ctl start failed: ${started.stderr}`)
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { port, stop }
 }

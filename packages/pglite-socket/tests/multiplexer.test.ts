@@ -1,9 +1,9 @@
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
+import { describe, expect, it } from 'vitest'
 import { createPgStream } from '../src/index.js'
 import {
   RawClient,
+  Waiters,
   cstr,
   deferred,
   endQuietly,
@@ -12,32 +12,31 @@ import {
   pgClient,
   serve,
   startupPacket,
+  useServedDatabase,
   within,
-  type Served,
+  type TestClient,
 } from './helpers.js'
-
-type Client = pg.Client & { errors: Error[] }
 
 /** Bound for waiting on something the server must do by itself. */
 const WAIT_MS = 10_000
 
+interface Notifications {
+  readonly got: { channel: string; payload: string }[]
+  waitFor(channel: string): Promise<string>
+}
+
 /** Records a client's notifications; `waitFor` resolves once one arrived on `channel`. */
-function recordNotifications(client: pg.Client): {
-  got: { channel: string; payload: string }[]
-  waitFor: (channel: string) => Promise<string>
-} {
+function recordNotifications(client: pg.Client): Notifications {
   const got: { channel: string; payload: string }[] = []
-  let waiters: Array<() => void> = []
+  const arrived = new Waiters()
   client.on('notification', (n) => {
     got.push({ channel: n.channel, payload: n.payload ?? '' })
-    const w = waiters
-    waiters = []
-    for (const f of w) f()
+    arrived.wake()
   })
   const waitFor = async (channel: string): Promise<string> => {
     const find = (): string | undefined => got.find((n) => n.channel === channel)?.payload
     const wait = (async () => {
-      while (find() === undefined) await new Promise<void>((resolve) => waiters.push(resolve))
+      while (find() === undefined) await arrived.next()
       return find()!
     })()
     return within(wait, WAIT_MS, `a notification on ${channel}`)
@@ -53,27 +52,8 @@ function track<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => bo
 }
 
 describe('sessions sharing one engine', () => {
-  let db: PGlite
-  let served: Served
-  const clients: Client[] = []
-
-  async function connect(config: pg.ClientConfig = {}): Promise<Client> {
-    const c = await pgClient(served.port, config)
-    clients.push(c)
-    return c
-  }
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-    await db.exec('create table mx (id int primary key, who text)')
-  })
-
-  afterAll(async () => {
-    await Promise.all(clients.map((c) => endQuietly(c)))
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase({}, (db) => db.exec('create table mx (id int primary key, who text)'))
+  const connect = (config?: pg.ClientConfig): Promise<TestClient> => served.connect(config)
 
   it('gives two clients that prepare the same statement name their own statements', async () => {
     const a = await connect()
@@ -107,16 +87,16 @@ describe('sessions sharing one engine', () => {
     const fromB = b.query<{ n: number }>('select count(*)::int as n from mx where id = 2')
     a.connection.stream.destroy()
     expect((await within(fromB, WAIT_MS, "B's query after A was killed")).rows).toEqual([{ n: 0 }])
-    const inProcess = await db.query<{ n: number; xid: string | null }>(
+    const inProcess = await served.db.query<{ n: number; xid: string | null }>(
       'select count(*)::int as n, txid_current_if_assigned()::text as xid from mx where id = 2',
     )
     expect(inProcess.rows).toEqual([{ n: 0, xid: null }])
-    await db.query("insert into mx values (3, 'in-process')")
+    await served.db.query("insert into mx values (3, 'in-process')")
     expect((await b.query('select who from mx where id = 3')).rows).toEqual([{ who: 'in-process' }])
   })
 
   it('disconnects a client that sends Parse and Bind but never Sync once syncTimeoutMs passes, and the others proceed', async () => {
-    const strict = await serve(db, { syncTimeoutMs: 300 })
+    const strict = await serve(served.db, { syncTimeoutMs: 300 })
     const raw = new RawClient(strict.port)
     const b = await connect()
     try {
@@ -183,118 +163,84 @@ describe('sessions sharing one engine', () => {
 })
 
 describe('LISTEN / NOTIFY routing', () => {
-  let db: PGlite
-  let served: Served
-  const clients: Client[] = []
-
-  async function connect(): Promise<Client> {
-    const c = await pgClient(served.port)
-    clients.push(c)
-    return c
+  const served = useServedDatabase()
+  /** A client whose notifications are recorded in `at`. */
+  const connect = async (): Promise<TestClient & { at: Notifications }> => {
+    const client = await served.connect()
+    return Object.assign(client, { at: recordNotifications(client) })
   }
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-  })
-
-  afterAll(async () => {
-    await Promise.all(clients.map((c) => endQuietly(c)))
-    await served?.server.stop()
-    await db?.close()
-  })
 
   it('delivers a NOTIFY only to the clients that LISTEN on its channel', async () => {
     const a = await connect()
     const b = await connect()
     const c = await connect()
-    const atA = recordNotifications(a)
-    const atB = recordNotifications(b)
-    const atC = recordNotifications(c)
     await a.query('listen ch')
     await b.query('listen sentinel_b')
     await c.query("notify ch, 'for-a'")
     await c.query("notify sentinel_b, 'after-ch'")
-    expect(await atA.waitFor('ch')).toBe('for-a')
+    expect(await a.at.waitFor('ch')).toBe('for-a')
     // B gets its sentinel, sent after ch: had ch reached B it would be in front of it.
-    expect(await atB.waitFor('sentinel_b')).toBe('after-ch')
-    expect(atB.got).toEqual([{ channel: 'sentinel_b', payload: 'after-ch' }])
-    expect(atC.got).toEqual([])
+    expect(await b.at.waitFor('sentinel_b')).toBe('after-ch')
+    expect(b.at.got).toEqual([{ channel: 'sentinel_b', payload: 'after-ch' }])
+    expect(c.at.got).toEqual([])
   })
 
   it('delivers a NOTIFY to the listener that sent it, like Postgres', async () => {
     const a = await connect()
-    const atA = recordNotifications(a)
     await a.query('listen self_ch')
     await a.query("notify self_ch, 'to-myself'")
-    expect(atA.got).toEqual([{ channel: 'self_ch', payload: 'to-myself' }])
+    expect(a.at.got).toEqual([{ channel: 'self_ch', payload: 'to-myself' }])
   })
 
   it('keeps delivering to one listener after the other listener of the channel UNLISTENs', async () => {
     const a = await connect()
     const b = await connect()
     const c = await connect()
-    const atA = recordNotifications(a)
-    const atB = recordNotifications(b)
     await a.query('listen shared_ch; listen sentinel_a')
     await b.query('listen shared_ch')
     await a.query('unlisten shared_ch')
     await c.query("notify shared_ch, 'still-b'")
     await c.query("notify sentinel_a, 'after-shared'")
-    expect(await atB.waitFor('shared_ch')).toBe('still-b')
-    expect(await atA.waitFor('sentinel_a')).toBe('after-shared')
-    expect(atA.got).toEqual([{ channel: 'sentinel_a', payload: 'after-shared' }])
+    expect(await b.at.waitFor('shared_ch')).toBe('still-b')
+    expect(await a.at.waitFor('sentinel_a')).toBe('after-shared')
+    expect(a.at.got).toEqual([{ channel: 'sentinel_a', payload: 'after-shared' }])
   })
 
   it('keeps delivering to other listeners after one client runs UNLISTEN *', async () => {
     const a = await connect()
     const b = await connect()
     const c = await connect()
-    const atB = recordNotifications(b)
     await a.query('listen star_ch')
     await b.query('listen star_ch')
     await a.query('unlisten *')
     await c.query("notify star_ch, 'after-star'")
-    expect(await atB.waitFor('star_ch')).toBe('after-star')
+    expect(await b.at.waitFor('star_ch')).toBe('after-star')
   })
 
   it("delivers a notification to a listener whose own query waits for another client's transaction", async () => {
     const a = await connect()
     const b = await connect()
-    const atA = recordNotifications(a)
     await a.query('listen busy_ch')
     await b.query('begin')
     const fromA = track(a.query("select 'a-result' as v"))
     await b.query("notify busy_ch, 'during'")
     expect(fromA.settled()).toBe(false)
     await b.query('commit')
-    expect(await atA.waitFor('busy_ch')).toBe('during')
+    expect(await a.at.waitFor('busy_ch')).toBe('during')
     expect((await fromA.promise).rows).toEqual([{ v: 'a-result' }])
   })
 
   it('quotes channel names: a LISTEN on "Mixed Case" gets only that channel', async () => {
     const a = await connect()
     const c = await connect()
-    const atA = recordNotifications(a)
     await a.query('listen "Mixed Case"')
     await c.query(`notify "Mixed Case", 'quoted'`)
-    expect(await atA.waitFor('Mixed Case')).toBe('quoted')
+    expect(await a.at.waitFor('Mixed Case')).toBe('quoted')
   })
 })
 
 describe('disconnect cleanup', () => {
-  let db: PGlite
-  let served: Served
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-  })
-
-  afterAll(async () => {
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase()
 
   it("removes a disconnected client's LISTENs and prepared statements from the engine", async () => {
     const a = await pgClient(served.port)
@@ -302,31 +248,31 @@ describe('disconnect cleanup', () => {
     await a.query('listen gone_ch')
     await a.query({ name: 'gone_stmt', text: 'select $1::int as v', values: [1] })
     const statementsOfA = "select count(*)::int as n from pg_prepared_statements where name like 'c' || $1::text || '\\_%'"
-    expect((await db.query(statementsOfA, [pid])).rows).toEqual([{ n: 1 }])
-    expect((await db.query('select count(*)::int as n from pg_listening_channels()')).rows).toEqual([{ n: 1 }])
+    expect((await served.db.query(statementsOfA, [pid])).rows).toEqual([{ n: 1 }])
+    expect((await served.db.query('select count(*)::int as n from pg_listening_channels()')).rows).toEqual([{ n: 1 }])
     const gone = deferred()
     served.server.on('disconnect', (id: number) => {
       if (id === pid) gone.resolve()
     })
     await a.end()
     await within(gone.promise, WAIT_MS, 'the disconnect event')
-    expect((await db.query('select count(*)::int as n from pg_listening_channels()')).rows).toEqual([{ n: 0 }])
-    expect((await db.query(statementsOfA, [pid])).rows).toEqual([{ n: 0 }])
+    expect((await served.db.query('select count(*)::int as n from pg_listening_channels()')).rows).toEqual([{ n: 0 }])
+    expect((await served.db.query(statementsOfA, [pid])).rows).toEqual([{ n: 0 }])
   })
 
   it('rolls back the transaction of a client that sends Terminate mid-transaction', async () => {
-    await db.exec('create table if not exists cleanup_t (id int)')
+    await served.db.exec('create table if not exists cleanup_t (id int)')
     const a = await pgClient(served.port)
     await a.query('begin')
     await a.query('insert into cleanup_t values (1)')
     await a.end()
-    const { rows } = await db.query('select count(*)::int as n, txid_current_if_assigned()::text as xid from cleanup_t')
+    const { rows } = await served.db.query('select count(*)::int as n, txid_current_if_assigned()::text as xid from cleanup_t')
     expect(rows).toEqual([{ n: 0, xid: null }])
   })
 
   it('rolls back open transactions when the server stops', async () => {
-    await db.exec('create table if not exists stop_t (id int)')
-    const other = await serve(db)
+    await served.db.exec('create table if not exists stop_t (id int)')
+    const other = await serve(served.db)
     const a = await pgClient(other.port)
     try {
       await a.query('begin')
@@ -335,31 +281,18 @@ describe('disconnect cleanup', () => {
     } finally {
       await endQuietly(a)
     }
-    const { rows } = await db.query('select count(*)::int as n, txid_current_if_assigned()::text as xid from stop_t')
+    const { rows } = await served.db.query('select count(*)::int as n, txid_current_if_assigned()::text as xid from stop_t')
     expect(rows).toEqual([{ n: 0, xid: null }])
   })
 })
 
 describe('maxConnections', () => {
-  let db: PGlite
-  let served: Served
-  const clients: Client[] = []
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db, { maxConnections: 2 })
-  })
-
-  afterAll(async () => {
-    await Promise.all(clients.map((c) => endQuietly(c)))
-    // Bounded: stop() after a refused client is the bug the last test of this block shows.
-    await within(served.server.stop(), WAIT_MS, 'server.stop()').catch(() => {})
-    await db?.close()
-  })
+  const served = useServedDatabase({ maxConnections: 2 })
+  const clients: TestClient[] = []
 
   it('refuses a third client with 53300 and leaves the two connected ones working', async () => {
-    const first = await pgClient(served.port)
-    const second = await pgClient(served.port)
+    const first = await served.connect()
+    const second = await served.connect()
     clients.push(first, second)
     const third = new pg.Client({ host: '127.0.0.1', port: served.port, user: 'postgres', database: 'postgres' })
     third.on('error', () => {})
@@ -374,13 +307,12 @@ describe('maxConnections', () => {
     served.server.once('disconnect', () => gone.resolve())
     await leaving.end()
     await within(gone.promise, WAIT_MS, 'the disconnect event')
-    const next = await pgClient(served.port)
-    clients.push(next)
+    const next = await served.connect()
     expect((await next.query('select 3 as n')).rows).toEqual([{ n: 3 }])
   })
 
   it('stops promptly after having refused a client and seen every client leave', async () => {
-    const single = await serve(db, { maxConnections: 1 })
+    const single = await serve(served.db, { maxConnections: 1 })
     const admitted = await pgClient(single.port)
     const refused = new RawClient(single.port)
     try {
@@ -398,23 +330,10 @@ describe('maxConnections', () => {
 })
 
 describe('in-process API and bridge', () => {
-  let db: PGlite
-  let served: Served
-  const clients: Client[] = []
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-  })
-
-  afterAll(async () => {
-    await Promise.all(clients.map((c) => endQuietly(c)))
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase()
 
   it('serves a pg.Client through createPgStream with no socket', async () => {
-    const client = new pg.Client({ stream: () => createPgStream(db) })
+    const client = new pg.Client({ stream: () => createPgStream(served.db) })
     await client.connect()
     try {
       const { rows } = await client.query('select $1::int + 1 as n, current_database() as d', [41])
@@ -425,7 +344,7 @@ describe('in-process API and bridge', () => {
   })
 
   it('runs 20 concurrent queries through a pg.Pool of 4 bridge streams', async () => {
-    const pool = new pg.Pool({ stream: () => createPgStream(db), max: 4 })
+    const pool = new pg.Pool({ stream: () => createPgStream(served.db), max: 4 })
     try {
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) => pool.query('select $1::int * 3 as v', [i]).then((r) => r.rows[0].v)),
@@ -437,11 +356,26 @@ describe('in-process API and bridge', () => {
     }
   })
 
+  it('lets in-process queries in between the batches of socket clients that keep the engine busy', async () => {
+    const busy = await Promise.all([served.connect(), served.connect()])
+    let stop = false
+    const loops = busy.map(async (c) => {
+      while (!stop) await c.query('select $1::int as n', [1])
+    })
+    try {
+      for (let i = 0; i < 5; i++) {
+        expect((await within(served.db.query('select 2 as n'), WAIT_MS, 'an in-process query')).rows).toEqual([{ n: 2 }])
+      }
+    } finally {
+      stop = true
+      await Promise.all(loops)
+    }
+  })
+
   it("makes a bridge client wait for a TCP client's transaction", async () => {
-    await db.exec('create table bridged (id int)')
-    const tcp = await pgClient(served.port)
-    clients.push(tcp)
-    const bridge = new pg.Client({ stream: () => createPgStream(db) })
+    await served.db.exec('create table bridged (id int)')
+    const tcp = await served.connect()
+    const bridge = new pg.Client({ stream: () => createPgStream(served.db) })
     await bridge.connect()
     try {
       await tcp.query('begin')
@@ -456,24 +390,22 @@ describe('in-process API and bridge', () => {
     }
   })
 
-  it('delivers a NOTIFY sent by a pg client to a db.listen callback', async () => {
+  it('delivers a NOTIFY sent by a pg client to a served.db.listen callback', async () => {
     const payload = deferred<string>()
-    const unlisten = await db.listen('inproc_ch', (p) => payload.resolve(p))
+    const unlisten = await served.db.listen('inproc_ch', (p) => payload.resolve(p))
     try {
-      const client = await pgClient(served.port)
-      clients.push(client)
+      const client = await served.connect()
       await client.query("notify inproc_ch, 'from-socket'")
-      expect(await within(payload.promise, WAIT_MS, 'the db.listen callback')).toBe('from-socket')
+      expect(await within(payload.promise, WAIT_MS, 'the served.db.listen callback')).toBe('from-socket')
     } finally {
       await unlisten()
     }
   })
 
-  it('does not hand a NOTIFY to the pg client that sent it when only db.listen listens', async () => {
-    const unlisten = await db.listen('inproc_only', () => {})
+  it('does not hand a NOTIFY to the pg client that sent it when only served.db.listen listens', async () => {
+    const unlisten = await served.db.listen('inproc_only', () => {})
     try {
-      const client = await pgClient(served.port)
-      clients.push(client)
+      const client = await served.connect()
       const atClient = recordNotifications(client)
       // Notifications come before the query's ReadyForQuery: any would be recorded once it resolves.
       await client.query("notify inproc_only, 'not-for-the-sender'")
@@ -483,53 +415,33 @@ describe('in-process API and bridge', () => {
     }
   })
 
-  it('keeps a db.listen subscription working after a pg client runs UNLISTEN *', async () => {
+  it('keeps a served.db.listen subscription working after a pg client runs UNLISTEN *', async () => {
     const payloads: string[] = []
-    const unlisten = await db.listen('inproc_keep', (p) => payloads.push(p))
+    const unlisten = await served.db.listen('inproc_keep', (p) => payloads.push(p))
     try {
-      const client = await pgClient(served.port)
-      clients.push(client)
+      const client = await served.connect()
       await client.query('unlisten *')
       await client.query("notify inproc_keep, 'second'")
-      // db.query runs after the NOTIFY's exec: a listener still subscribed has been called by then.
-      await db.query('select 1')
+      // served.db.query runs after the NOTIFY's exec: a listener still subscribed has been called by then.
+      await served.db.query('select 1')
       expect(payloads).toEqual(['second'])
     } finally {
       await unlisten()
     }
   })
 
-  it('delivers a NOTIFY sent through db.query to a pg client that LISTENs', async () => {
-    const client = await pgClient(served.port)
-    clients.push(client)
+  it('delivers a NOTIFY sent through served.db.query to a pg client that LISTENs', async () => {
+    const client = await served.connect()
     const at = recordNotifications(client)
     await client.query('listen from_inproc')
-    await db.query("notify from_inproc, 'from-db-query'")
+    await served.db.query("notify from_inproc, 'from-db-query'")
     expect(await at.waitFor('from_inproc')).toBe('from-db-query')
   })
 })
 
 describe('database names', () => {
-  let db: PGlite
-  let served: Served
-  const clients: Client[] = []
-
-  async function connect(database: string): Promise<Client> {
-    const c = await pgClient(served.port, { database })
-    clients.push(c)
-    return c
-  }
-
-  beforeAll(async () => {
-    db = await PGlite.create()
-    served = await serve(db)
-  })
-
-  afterAll(async () => {
-    await Promise.all(clients.map((c) => endQuietly(c)))
-    await served?.server.stop()
-    await db?.close()
-  })
+  const served = useServedDatabase()
+  const connect = (database: string): Promise<TestClient> => served.connect({ database })
 
   it("gives another database name its own instance: tables don't cross", async () => {
     const main = await connect('postgres')
@@ -539,7 +451,7 @@ describe('database names', () => {
     const tables = "select coalesce(string_agg(tablename, ',' order by tablename), '') as t from pg_tables where tablename like 'only_in_%'"
     expect((await other.query(tables)).rows).toEqual([{ t: 'only_in_other' }])
     expect((await main.query(tables)).rows).toEqual([{ t: 'only_in_main' }])
-    expect((await db.query(tables)).rows).toEqual([{ t: 'only_in_main' }])
+    expect((await served.db.query(tables)).rows).toEqual([{ t: 'only_in_main' }])
   })
 
   it('lets a client connect to a database made with CREATE DATABASE', async () => {

@@ -1,0 +1,128 @@
+import { ProtocolError } from '@pgwasm/pglite'
+import { maxFrontendMessageBytes } from './limits.js'
+import { CLIENT_TYPES, copyOut, readInt32 } from './wire.js'
+
+/** A startup packet may not be longer (postgres.c's MAX_STARTUP_PACKET_LENGTH). */
+const MAX_STARTUP_BYTES = 10_000
+
+/**
+ * One client's receive buffer: bytes are appended as they arrive and whole
+ * startup packets or frames are taken off the front. One buffer reused
+ * through cursors, grown only for a larger message. A length field is
+ * checked as soon as its header is in, so a client cannot make the server
+ * buffer a body it would refuse.
+ */
+export class FrameReader {
+  #buffer = new Uint8Array(16384)
+  #start = 0
+  #end = 0
+  readonly #maxMessageBytes: number
+
+  /** `maxMessageBytes` caps every message below the per-type limits. */
+  constructor(maxMessageBytes: number) {
+    this.#maxMessageBytes = maxMessageBytes
+  }
+
+  get buffered(): number {
+    return this.#end - this.#start
+  }
+
+  append(bytes: Uint8Array): void {
+    const length = this.#end - this.#start
+    if (this.#end + bytes.length > this.#buffer.length) {
+      if (length + bytes.length <= this.#buffer.length) {
+        this.#buffer.copyWithin(0, this.#start, this.#end)
+      } else {
+        const grown = new Uint8Array(Math.max(length + bytes.length, this.#buffer.length * 2))
+        grown.set(this.#buffer.subarray(this.#start, this.#end))
+        this.#buffer = grown
+      }
+      this.#start = 0
+      this.#end = length
+    }
+    this.#buffer.set(bytes, this.#end)
+    this.#end += bytes.length
+  }
+
+  /**
+   * The next startup-phase packet (length, then code), or undefined while incomplete.
+   * @throws {ProtocolError} `BAD_FRAME` for a length outside 8..10000.
+   */
+  startupPacket(): Uint8Array | undefined {
+    if (this.#end - this.#start < 8) return undefined
+    const length = readInt32(this.#buffer, this.#start)
+    if (length < 8 || length > MAX_STARTUP_BYTES) {
+      throw new ProtocolError(`invalid startup packet length ${length}`, { code: 'BAD_FRAME' })
+    }
+    return this.#take(length)
+  }
+
+  /**
+   * The next whole frame (type, length, body), copied out, or undefined while it is incomplete.
+   * @param afterStartup whether only the message types a client may send after startup are allowed.
+   * @throws {ProtocolError} `UNKNOWN_MESSAGE` for another type; `BAD_FRAME` for a length below 4 or over its type's limit.
+   */
+  frame(afterStartup: boolean): Uint8Array | undefined {
+    const size = this.peekFrame(afterStartup)
+    return size === 0 ? undefined : this.#take(size)
+  }
+
+  /**
+   * Checks the next frame's header and says how many bytes the whole frame
+   * takes (0 while it is incomplete), leaving it in place at {@link offset}
+   * of {@link bytes} for the caller to read, then {@link skip} or {@link take}.
+   * @throws {ProtocolError} as {@link frame} does.
+   */
+  peekFrame(afterStartup: boolean): number {
+    const start = this.#start
+    if (this.#end - start < 5) return 0
+    const buffer = this.#buffer
+    const type = buffer[start]!
+    if (afterStartup && !CLIENT_TYPES.has(type)) {
+      throw new ProtocolError(`invalid frontend message type ${type}`, { code: 'UNKNOWN_MESSAGE' })
+    }
+    const length = readInt32(buffer, start + 1) >>> 0
+    if (length < 4) throw new ProtocolError(`invalid message length ${length}`, { code: 'BAD_FRAME' })
+    const limit = Math.min(maxFrontendMessageBytes(type), this.#maxMessageBytes)
+    if (length > limit) {
+      throw new ProtocolError(`invalid message length ${length}: a ${typeName(type)} message may have at most ${limit} bytes`, {
+        code: 'BAD_FRAME',
+      })
+    }
+    return this.#end - start > length ? 1 + length : 0
+  }
+
+  /**
+   * The receive buffer. Views into it stay valid only until the next
+   * {@link append}, which may move or replace it.
+   */
+  get bytes(): Uint8Array {
+    return this.#buffer
+  }
+
+  /** Where the next unread byte is in {@link bytes}. */
+  get offset(): number {
+    return this.#start
+  }
+
+  /** Passes over `length` bytes the caller has read in place. */
+  skip(length: number): void {
+    this.#start += length
+  }
+
+  /** The next `length` bytes, copied out. */
+  take(length: number): Uint8Array {
+    const out = copyOut(this.#buffer, this.#start, this.#start + length)
+    this.#start += length
+    return out
+  }
+
+  #take(length: number): Uint8Array | undefined {
+    return this.#end - this.#start < length ? undefined : this.take(length)
+  }
+}
+
+/** `'S'` for a printable type byte, `0x01` for another. */
+function typeName(type: number): string {
+  return type >= 0x20 && type < 0x7f ? `'${String.fromCharCode(type)}'` : `0x${type.toString(16).padStart(2, '0')}`
+}

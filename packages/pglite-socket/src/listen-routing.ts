@@ -1,0 +1,54 @@
+import type { EngineLease } from '@pgwasm/pglite'
+import { discardsListens, findListenChanges, quoteChannel } from './listen.js'
+import type { Multiplexer, MuxClient } from './multiplexer.js'
+import { queryMessage } from './wire.js'
+
+/**
+ * One client's LISTENs on the shared backend session: which channels the
+ * multiplexer routes to it, and putting back the LISTENs other clients (or
+ * the instance's own `listen()`) still need after this client's UNLISTEN.
+ */
+export class ListenRouting {
+  readonly #mux: Multiplexer
+  readonly #client: MuxClient
+  readonly #channels = new Set<string>()
+
+  constructor(mux: Multiplexer, client: MuxClient) {
+    this.#mux = mux
+    this.#client = client
+  }
+
+  /**
+   * Routes after the LISTEN / UNLISTEN in `sql`.
+   * @returns whether the engine's LISTEN set may change (then call {@link relisten} after running it).
+   */
+  note(sql: string): boolean {
+    const changes = findListenChanges(sql)
+    if (changes) {
+      for (const ch of changes.listen) {
+        this.#channels.add(ch)
+        this.#mux.listen(this.#client, ch)
+      }
+      const removed = changes.unlistenAll ? [...this.#channels] : changes.unlisten
+      for (const ch of removed) {
+        this.#channels.delete(ch)
+        this.#mux.unlisten(this.#client, ch)
+      }
+    }
+    return changes !== undefined || discardsListens(sql)
+  }
+
+  /** LISTENs again on every channel someone still needs: an UNLISTEN by this client must not end another's. */
+  relisten(lease: EngineLease): void {
+    const channels = [...new Set([...this.#mux.channels.keys(), ...lease.listeningChannels])]
+    if (channels.length === 0) return
+    lease.execProtocolRawStream(queryMessage(channels.map((c) => `LISTEN ${quoteChannel(c)}`).join(';')), () => {})
+  }
+
+  /** Stops routing to this client; @returns the channels nobody else listens to, to UNLISTEN. */
+  drop(): string[] {
+    const orphans = [...this.#channels].filter((ch) => this.#mux.unlisten(this.#client, ch))
+    this.#channels.clear()
+    return orphans
+  }
+}
