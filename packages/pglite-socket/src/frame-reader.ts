@@ -1,5 +1,4 @@
-import { ProtocolError } from '@pgwasm/pglite'
-import { maxFrontendMessageBytes } from './limits.js'
+import { ProtocolError, maxFrontendMessageBytes } from '@pgwasm/pglite'
 import { CLIENT_TYPES, copyOut, readInt32 } from './wire.js'
 
 /** A startup packet may not be longer (postgres.c's MAX_STARTUP_PACKET_LENGTH). */

@@ -17,3 +17,5 @@ export type { SqlFragment, SqlText, TemplatedQuery } from './query/template.js'
 export { OID, defaultParsers as parsers, defaultSerializers as serializers } from './types/index.js'
 export type { Parser, Serializer } from './types/index.js'
 export type { BackendMessage } from './protocol/message-sink.js'
+/** The longest frame a frontend message of each type may have (Postgres' limits); for servers that forward client bytes. */
+export { maxFrontendMessageBytes } from './protocol/frames.js'
