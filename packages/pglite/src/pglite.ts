@@ -366,14 +366,13 @@ export class PGlite implements AsyncDisposable {
     return this.#queue.run(async () => {
       if (this.#closed) throw backend.deadError ?? new ClosedError()
       try {
-        const out = await job(backend, runner)
-        // A commit is in IndexedDB before its promise resolves (idb:// only).
-        if (this.#persistence && !backend.inTransaction) await this.#persistence.flush()
-        return out
+        return await job(backend, runner)
       } catch (err) {
         if (backend.deadError) this.#markDead()
-        else if (this.#persistence && !backend.inTransaction) await this.#persistence.flush()
         throw err
+      } finally {
+        // A commit is in IndexedDB before its promise resolves (idb:// only).
+        if (this.#persistence && !backend.deadError && !backend.inTransaction) await this.#persistence.flush()
       }
     })
   }

@@ -67,11 +67,7 @@ export function tableLength(control: ModuleControl): number {
 export function takeSnapshot(mod: PostgresModule, control: ModuleControl): EngineSnapshot {
   const heap = mod.HEAPU8
   const pages = heap.byteLength / CHUNK
-  // Nothing writes above the program break (Emscripten's mmap allocates in
-  // the heap, the stack lies below it): only memory up to it can be non-zero.
-  const brkPtr = (control.instance!.exports.emscripten_get_sbrk_ptr as () => number)()
-  const brk = new DataView(heap.buffer).getUint32(brkPtr, true)
-  const indices = nonZeroChunks(heap, Math.min(pages, Math.ceil(brk / CHUNK) + 1))
+  const indices = nonZeroChunks(heap, chunksBelowBreak(heap, control))
   const chunkBytes = new Uint8Array(indices.length * CHUNK)
   indices.forEach((c, i) => chunkBytes.set(heap.subarray(c * CHUNK, (c + 1) * CHUNK), i * CHUNK))
 
@@ -98,6 +94,17 @@ export function takeSnapshot(mod: PostgresModule, control: ModuleControl): Engin
     stackPointer: mod.stackSave(),
     timers: [...control.armed].map(([which, due]) => ({ which, remainingMs: Math.max(1, due - now) })),
   }
+}
+
+/**
+ * How many leading chunks can hold non-zero bytes: nothing writes above the
+ * program break (Emscripten's mmap allocates in the heap, the stack lies
+ * below it).
+ */
+function chunksBelowBreak(heap: Uint8Array, control: ModuleControl): number {
+  const brkPtr = (control.instance!.exports.emscripten_get_sbrk_ptr as () => number)()
+  const brk = new DataView(heap.buffer).getUint32(brkPtr, true)
+  return Math.min(heap.byteLength / CHUNK, Math.ceil(brk / CHUNK) + 1)
 }
 
 const ZERO_CHUNK = new Uint8Array(CHUNK)
@@ -156,16 +163,11 @@ function captureTree(mod: PostgresModule, root: string): DataTree {
 }
 
 /**
- * Turns a blank module (runtime initialized, Postgres never started) into a
- * copy of the snapshot's backend. `freshBrk` is the blank module's heap top:
- * only memory below it can be non-zero.
- */
-/**
  * Makes a module whose backend is done with (an in-memory database being
  * closed) fit for `restoreSnapshot` again: every descriptor Postgres opened
  * closed, the directories a snapshot carries removed, timers cleared.
- * Memory needs nothing here: a restore zeroes everything up to the current
- * break before writing the snapshot's chunks.
+ * Memory needs nothing here: a restore zeroes every non-zero chunk below
+ * the break that the snapshot does not overwrite.
  */
 export function resetForRestore(mod: PostgresModule, control: ModuleControl): void {
   control.disarmAll()
@@ -195,6 +197,10 @@ function removeTree(mod: PostgresModule, path: string): void {
   delete (root.parent.contents as Record<string, FsNode>)[root.name]
 }
 
+/**
+ * Turns a blank or reset module into a copy of the snapshot's backend. Only
+ * memory below the module's program break can be non-zero beforehand.
+ */
 export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, snap: EngineSnapshot): void {
   const heap = mod.HEAPU8
   if (heap.byteLength !== snap.pages * CHUNK) {
@@ -236,15 +242,13 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
     fs.streams[rec.fd] = stream
   }
 
-  const brkPtr = (control.instance!.exports.emscripten_get_sbrk_ptr as () => number)()
-  const currentBrk = new DataView(heap.buffer).getUint32(brkPtr, true)
   const indices = snap.chunkIndices
   // Chunks the snapshot does not overwrite must end up zero. Below the break
   // of a reused module most already are (its shared buffers were mostly
   // never touched): zero those found dirty rather than the whole range.
   const covered = new Uint8Array(Math.ceil(heap.byteLength / CHUNK))
   for (let i = 0; i < indices.length; i++) covered[indices[i]!] = 1
-  for (const c of nonZeroChunks(heap, Math.min(covered.length, Math.ceil(currentBrk / CHUNK) + 1))) {
+  for (const c of nonZeroChunks(heap, chunksBelowBreak(heap, control))) {
     if (!covered[c]) heap.fill(0, c * CHUNK, (c + 1) * CHUNK)
   }
   for (let i = 0; i < indices.length; i++) {
