@@ -59,8 +59,9 @@ async function handle(req: BridgeRequest): Promise<void> {
       await b.pglite.exec(`${ITEM_DDL};\n${ITEM_SEED}`)
       prisma = new PrismaClient({ adapter: b.adapter })
     } else {
-      const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@pgwasm/pglite'), import('@pgwasm/pglite-prisma')])
-      const db = await PGlite.create()
+      const [{ PGlite }, { PrismaPGlite, prismaOptions }] = await Promise.all([import('@pgwasm/pglite'), import('@pgwasm/pglite-prisma')])
+      // As the package README sets an instance up for Prisma, like the suite's own pgwasm row.
+      const db = await PGlite.create(prismaOptions)
       await db.exec(`${ITEM_DDL};\n${ITEM_SEED}`)
       bridge = { close: () => db.close() }
       prisma = new PrismaClient({ adapter: new PrismaPGlite(db) })

@@ -14,12 +14,14 @@ import { BridgeChild } from './prisma-bridge.js'
 
 export { PRISMA_CASES }
 export const OURS = 'pgwasm Prisma adapter'
+/** Ours on an instance made without the README's `prismaOptions`: what a user who skips them gets. */
+export const OURS_PLAIN = 'pgwasm Prisma adapter, plain create()'
 export const ADAPTER = 'pglite-prisma-adapter'
 export const BRIDGE = 'prisma-pglite-bridge'
 export const NATIVE = 'native pg (adapter-pg)'
 /** Ours in the bridge's child process, on the bridge's Node: the like-for-like comparison when that Node is not this one. */
 export const OURS_BRIDGE_NODE = 'pgwasm Prisma adapter (on the bridge\'s Node)'
-export const PRISMA_PATHS = [OURS, ADAPTER, BRIDGE, OURS_BRIDGE_NODE, NATIVE]
+export const PRISMA_PATHS = [OURS, OURS_PLAIN, ADAPTER, BRIDGE, OURS_BRIDGE_NODE, NATIVE]
 
 const NATIVE_SCHEMA = 'pgwasm_bench_prisma'
 const WRITES: readonly PrismaCase[] = [CREATE, UPDATE, TRANSACTION]
@@ -42,18 +44,19 @@ function localPath(path: string, prisma: BenchPrisma, close: () => Promise<void>
   }
 }
 
-async function setupOurs(PrismaClient: BenchPrismaCtor): Promise<Setup> {
+/** Ours as the package README sets it up (`PGlite.create(prismaOptions)`), or on a plain instance. */
+async function setupOurs(PrismaClient: BenchPrismaCtor, path: typeof OURS | typeof OURS_PLAIN): Promise<Setup> {
   try {
     const { PGlite } = await import('@pgwasm/pglite')
-    const { PrismaPGlite, pushSchema } = await import('@pgwasm/pglite-prisma')
-    const db = await PGlite.create()
+    const { PrismaPGlite, prismaOptions, pushSchema } = await import('@pgwasm/pglite-prisma')
+    const db = await PGlite.create(path === OURS ? prismaOptions : {})
     await pushSchema(db, { schema: ITEM_SCHEMA })
     await db.exec(ITEM_SEED)
     const prisma = new PrismaClient({ adapter: new PrismaPGlite(db) })
     await prisma.$connect()
-    return localPath(OURS, prisma, () => db.close())
+    return localPath(path, prisma, () => db.close())
   } catch (err) {
-    return { path: OURS, status: 'failed', reason: `setup: ${errorText(err)}` }
+    return { path, status: 'failed', reason: `setup: ${errorText(err)}` }
   }
 }
 
@@ -152,6 +155,7 @@ export async function run(s: SuiteRun): Promise<void> {
   s.notes.push(
     'One table of 200 rows (id, text, int, boolean, timestamp(3)); every path runs the same Prisma Client calls, per case in 5 rounds in rotating order.',
     'pgwasm: schema applied with pushSchema from @pgwasm/pglite-prisma; the anchors get the same table from plain SQL.',
+    "pgwasm rows use the instance the package README sets up, PGlite.create(prismaOptions) (Prisma's text forms as the instance's parsers, plan_cache_mode = force_generic_plan); the 'plain create()' row uses PGlite.create() with no options.",
   )
   const wanted = PRISMA_CASES.filter((c) => s.wants(c))
   if (wanted.length === 0) return
@@ -163,7 +167,8 @@ export async function run(s: SuiteRun): Promise<void> {
     setups = []
     const bridgeNode: { bin?: string } = {}
     for (const setup of [
-      () => setupOurs(PrismaClient),
+      () => setupOurs(PrismaClient, OURS),
+      () => setupOurs(PrismaClient, OURS_PLAIN),
       () => setupAdapter(PrismaClient),
       () => setupBridge(s, bridgeNode),
       () => setupOursOnBridgeNode(bridgeNode),
@@ -189,7 +194,7 @@ export async function run(s: SuiteRun): Promise<void> {
         { iterations, warmup, rounds },
       )
       for (const p of setups) {
-        const ours = p.path === OURS || p.path === OURS_BRIDGE_NODE
+        const ours = p.path === OURS || p.path === OURS_PLAIN || p.path === OURS_BRIDGE_NODE
         const base = { case: name, path: p.path, side: ours ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(ours ? {} : { vs: OURS }) }
         const res = results.get(p.path)
         if (p.status !== 'ok') s.mark({ ...base, status: p.status, reason: p.reason })

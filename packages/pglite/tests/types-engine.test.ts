@@ -223,6 +223,27 @@ describe('dates and times', () => {
     expect(rows[0]!.e).toBe(value.getTime() / 1000)
   })
 
+  it('parses timestamps and dates to the instant the engine computes, in any session time zone', async () => {
+    // Years from 1 to 9999 (two-digit years and BC go another way than the
+    // common four-digit form), microseconds, and zones with odd offsets.
+    const sql = `select v, v::text as t, floor(extract(epoch from v) * 1000)::float8 as ms, v::date as d,
+        floor(extract(epoch from v::date) * 1000)::float8 as dms
+      from (select timestamptz '0001-01-01 00:00:00+00' + (g * 7919.123457) * interval '1 hour' * 11 as v
+            from generate_series(0, 9999) g
+            union all select timestamptz '1970-01-01 00:00:00.000001+00'
+            union all select timestamptz '0044-03-15 12:00:00+00' - interval '2000 years') s`
+    for (const zone of ['UTC', 'Asia/Kolkata', 'America/St_Johns', 'Europe/Amsterdam', 'Pacific/Chatham']) {
+      await db.exec(`set timezone = '${zone}'`)
+      const { rows } = await db.query<{ v: Date; t: string; ms: number; d: Date; dms: number }>(sql)
+      expect(rows.length).toBe(10002)
+      for (const row of rows) {
+        if (row.v.getTime() !== row.ms) expect({ zone, text: row.t, ms: row.v.getTime() }).toEqual({ zone, text: row.t, ms: row.ms })
+        if (row.d.getTime() !== row.dms) expect({ zone, text: row.t, date: row.d.getTime() }).toEqual({ zone, text: row.t, date: row.dms })
+      }
+    }
+    await db.exec(`reset timezone`)
+  })
+
   it('returns Infinity and -Infinity for infinite timestamps', async () => {
     expect(await roundTrip('timestamp', Infinity)).toBe(Infinity)
     expect(await roundTrip('timestamptz', -Infinity)).toBe(-Infinity)

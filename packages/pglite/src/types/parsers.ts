@@ -85,7 +85,75 @@ const parseBytea: Parser = (value) =>
 const DATETIME_RE =
   /^(\d{4,})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?)?)?( BC)?$/
 
+/** `n` ASCII digits of `s` at `at` as a number, or -1 if one is not a digit. */
+function digitsAt(s: string, at: number, n: number): number {
+  let v = 0
+  for (let k = 0; k < n; k++) {
+    const d = s.charCodeAt(at + k) - 48
+    if (d < 0 || d > 9) return -1
+    v = v * 10 + d
+  }
+  return v
+}
+
+/**
+ * Milliseconds of `YYYY-MM-DD[ HH:MM:SS[.f...][+-HH[:MM[:SS]]]]` with a year
+ * from 100 to 9999 (nearly every value), read at fixed positions; NaN for
+ * anything else, which then goes through {@link DATETIME_RE}. Date.UTC
+ * takes years from 100 on as they are.
+ */
+function fastDateTime(v: string): number {
+  const length = v.length
+  if (length < 10 || v.charCodeAt(4) !== 45 || v.charCodeAt(7) !== 45) return NaN
+  const year = digitsAt(v, 0, 4)
+  const month = digitsAt(v, 5, 2)
+  const day = digitsAt(v, 8, 2)
+  if (year < 100 || month < 0 || day < 0) return NaN
+  if (length === 10) return Date.UTC(year, month - 1, day)
+  if (length < 19 || v.charCodeAt(13) !== 58 || v.charCodeAt(16) !== 58) return NaN
+  const sep = v.charCodeAt(10)
+  if (sep !== 32 && sep !== 84) return NaN
+  const hour = digitsAt(v, 11, 2)
+  const minute = digitsAt(v, 14, 2)
+  const second = digitsAt(v, 17, 2)
+  if (hour < 0 || minute < 0 || second < 0) return NaN
+  let i = 19
+  let ms = 0
+  if (i < length && v.charCodeAt(i) === 46) {
+    // Date has millisecond resolution; truncating matches what Date.parse does.
+    let scale = 100
+    for (i++; i < length; i++) {
+      const d = v.charCodeAt(i) - 48
+      if (d < 0 || d > 9) break
+      ms += d * scale
+      scale /= 10
+    }
+    ms = Math.floor(ms)
+  }
+  let offset = 0
+  if (i < length) {
+    const sign = v.charCodeAt(i)
+    if (sign !== 43 && sign !== 45) return NaN
+    const oh = digitsAt(v, i + 1, 2)
+    if (oh < 0) return NaN
+    offset = oh * 3600
+    i += 3
+    for (let unit = 60; i < length && unit >= 1; unit /= 60) {
+      if (v.charCodeAt(i) !== 58) return NaN
+      const part = digitsAt(v, i + 1, 2)
+      if (part < 0) return NaN
+      offset += part * unit
+      i += 3
+    }
+    if (i !== length) return NaN
+    if (sign === 45) offset = -offset
+  }
+  return Date.UTC(year, month - 1, day, hour, minute, second, ms) - offset * 1000
+}
+
 const parseDateTime: Parser = (value) => {
+  const fast = fastDateTime(value)
+  if (fast === fast) return new Date(fast)
   if (value === 'infinity') return Infinity
   if (value === '-infinity') return -Infinity
   const m = DATETIME_RE.exec(value)
