@@ -13,7 +13,7 @@ import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
 import { caseNames, SOCKET_PATHS } from '../src/suites/socket.js'
 import { TARGETS } from '../src/suites/speedtest-child.js'
 import { TOTAL } from '../src/suites/speedtest.js'
-import { CLONE, FIRST, LATER, OPEN, RSS } from '../src/suites/startup.js'
+import { CLONE, FIRST, LATER, MANY, OPEN, RSS } from '../src/suites/startup.js'
 import type { BenchResult, Row, SuiteName } from '../src/types.js'
 
 /**
@@ -29,7 +29,7 @@ let result: BenchResult
 let run: { status: number | null; stdout: string; stderr: string }
 
 const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
-  startup: { cases: [FIRST, RSS, LATER, OPEN, CLONE], paths: ['pgwasm', 'PGlite'] },
+  startup: { cases: [FIRST, RSS, LATER, OPEN, CLONE, MANY], paths: ['pgwasm', 'PGlite'] },
   rtt: { cases: RTT_CASES, paths: RTT_PATHS },
   speedtest: { cases: [...WORKLOAD_NAMES, TOTAL], paths: TARGETS.map((t) => t.path) },
   socket: { cases: caseNames().map((c) => c.name), paths: SOCKET_PATHS },

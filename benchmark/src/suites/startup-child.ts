@@ -6,6 +6,7 @@
  *   startup-child <ours|pglite> clone <count>
  *   startup-child <ours|pglite> prepare <dir>
  *   startup-child <ours|pglite> open <dir>
+ *   startup-child <ours|pglite> many <count>   (samples: [RSS in MB with <count> databases open])
  */
 interface Db {
   query(sql: string): Promise<{ rows: unknown[] }>
@@ -80,6 +81,18 @@ if (mode === 'first') {
   await check(db, 'select count(*) from t', 1000)
   await db.close()
   console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'many') {
+  // Every database stays open and holds a little data, as a test suite's per-file databases do.
+  const dbs: Db[] = []
+  for (let i = 0; i < Number(arg); i++) {
+    const db = await PGlite.create()
+    await db.exec(`create table t (id int primary key, a text); insert into t select g, 'row ' || g from generate_series(1, 1000) g`)
+    dbs.push(db)
+  }
+  for (const db of dbs) await check(db, 'select count(*) from t', 1000)
+  const rss = process.memoryUsage().rss / (1024 * 1024)
+  for (const db of dbs) await db.close()
+  console.log(JSON.stringify({ samples: [rss], rssMB: rssMB() }))
 } else {
   throw new Error(`unknown mode ${mode}`)
 }

@@ -16,6 +16,9 @@ export const LATER = 'create() in memory, later in the same process'
 export const OPEN = 'create(dir) opening an existing directory'
 export const CLONE = 'clone() of a database with a 1,000-row table'
 export const RSS = 'peak RSS after the first create()'
+/** How many in-memory databases the MANY row holds open at once. */
+const MANY_COUNT = 10
+export const MANY = `RSS with ${MANY_COUNT} in-memory databases open`
 
 interface Impl {
   key: 'ours' | 'pglite'
@@ -44,6 +47,7 @@ export async function run(s: SuiteRun): Promise<void> {
     'Every sample comes from a new node process running a bundled child (no TypeScript loader); pgwasm and PGlite alternate.',
     `"later" creates ${perChild} instances after a discarded first one in each process; clone() is timed ${perChild} times per process.`,
     'Peak RSS is the process maximum resident set (process.resourceUsage().maxRSS) after the first create() and a select 1, Node itself included.',
+    `"${MANY}": one process per sample creates ${MANY_COUNT} databases, each with a 1,000-row table, keeps them all open and reports process.memoryUsage().rss once all answered; ${Math.min(2, samples)} samples per engine.`,
   )
   const [ours, pglite] = [await loadOurs(), await loadPglite()]
   const impls: Impl[] = [
@@ -130,6 +134,15 @@ export async function run(s: SuiteRun): Promise<void> {
         }
       }
     }
+    if (s.wants(MANY)) {
+      const many = measure(MANY, 'MB')
+      for (let i = 0; i < Math.min(2, samples); i++) {
+        for (const impl of rotated(i)) {
+          const r = await spawnChild(impl, ['many', String(MANY_COUNT)], [many])
+          if (r) push(many, impl, r.samples)
+        }
+      }
+    }
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
@@ -146,4 +159,5 @@ export async function run(s: SuiteRun): Promise<void> {
   s.ratio('create() later in process: pgwasm / PGlite', { case: LATER, path: 'pgwasm' }, { case: LATER, path: 'PGlite' })
   s.ratio('create() first in process: pgwasm / PGlite', { case: FIRST, path: 'pgwasm' }, { case: FIRST, path: 'PGlite' })
   s.ratio('peak RSS: pgwasm / PGlite', { case: RSS, path: 'pgwasm' }, { case: RSS, path: 'PGlite' })
+  s.ratio(`RSS with ${MANY_COUNT} databases open: pgwasm / PGlite`, { case: MANY, path: 'pgwasm' }, { case: MANY, path: 'PGlite' })
 }
