@@ -127,6 +127,32 @@ describe('query() and exec()', () => {
     expect(result.fields.map((f) => f.name)).toEqual(['a', 'b'])
   })
 
+  it('decodes every text value right across output chunks, split frames and non-ASCII text', async () => {
+    // Thousands of rows span many engine writes; every 500th row and a run of
+    // consecutive rows hold values longer than a write (assembled from
+    // pieces); some values are not ASCII.
+    const sql = `select g, repeat('ab', g % 50) as a, 'ü-' || g || '-✓' as u, 'row number ' || g as r,
+        case when g % 500 = 0 or g between 1001 and 1004 then repeat('x', 20000) || g else '' end as big,
+        case when g % 500 = 250 then repeat('é', 9000) || g else '' end as wide
+      from generate_series(1, 3000) g`
+    const expected = (g: number) => ({
+      g,
+      a: 'ab'.repeat(g % 50),
+      u: `ü-${g}-✓`,
+      r: `row number ${g}`,
+      big: g % 500 === 0 || (g >= 1001 && g <= 1004) ? 'x'.repeat(20000) + g : '',
+      wide: g % 500 === 250 ? 'é'.repeat(9000) + g : '',
+    })
+    for (let round = 0; round < 2; round++) {
+      const { rows } = await db.query<ReturnType<typeof expected>>(sql)
+      expect(rows.length).toBe(3000)
+      for (const row of rows) if (row.a !== expected(row.g).a || row.big !== expected(row.g).big) expect(row).toEqual(expected(row.g))
+      expect(rows).toEqual(Array.from({ length: 3000 }, (_, i) => expected(i + 1)))
+      const arrays = await db.query<unknown[]>(sql, [], { rowMode: 'array' })
+      expect(arrays.rows).toEqual(rows.map((row) => Object.values(row)))
+    }
+  })
+
   it("keeps both columns of duplicate names with rowMode 'array'", async () => {
     const result = await db.query('select 1 as x, 2 as x', [], { rowMode: 'array' })
     expect(result.rows).toEqual([[1, 2]])

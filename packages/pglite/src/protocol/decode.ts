@@ -3,7 +3,7 @@ import { isBuiltinIntParser, type Parser } from '../types/parsers.js'
 import { Backend } from './codes.js'
 import type { FrameSink } from './frames.js'
 import { readDatabaseError, readNotification, readServerFields, type NoticeFields, type Notification } from './messages.js'
-import { cstringEnd, decodeText, readInt16, readInt32 } from './text.js'
+import { ChunkText, cstringEnd, decodeText, readInt16, readInt32 } from './text.js'
 
 /** A result column, as `@electric-sql/pglite` reports it. */
 export interface Field {
@@ -124,6 +124,7 @@ export class ResultCollector implements FrameSink {
   #parsers: Readonly<Record<number, Parser>> = {}
   /** Column values of the row being built, reused across rows. */
   readonly #values: unknown[] = []
+  readonly #text = new ChunkText()
 
   /**
    * Re-arms the collector for one exec. `shape` is the known row shape of a
@@ -142,6 +143,7 @@ export class ResultCollector implements FrameSink {
     this.#rows = []
     this.#rowMode = rowMode
     this.#parsers = parsers
+    this.#text.clear()
     return this
   }
 
@@ -150,6 +152,7 @@ export class ResultCollector implements FrameSink {
     this.results = []
     this.#rows = []
     this.#shape = undefined
+    this.#text.clear()
   }
 
   get rowsHeld(): number {
@@ -216,7 +219,7 @@ export class ResultCollector implements FrameSink {
           i += length
           continue
         }
-        const text = decodeText(buf, i, i + length)
+        const text = this.#text.decode(buf, i, i + length)
         i += length
         const parse = shape?.parsers[c]
         row[c] = parse ? parse(text, shape!.typeIds[c]!) : text
@@ -236,7 +239,7 @@ export class ResultCollector implements FrameSink {
           values[c] = readDecimal(buf, i, i + length)
           i += length
         } else {
-          const text = decodeText(buf, i, i + length)
+          const text = this.#text.decode(buf, i, i + length)
           i += length
           const parse = shape.parsers[c]
           values[c] = parse ? parse(text, shape.typeIds[c]!) : text
@@ -252,7 +255,7 @@ export class ResultCollector implements FrameSink {
       const key = keys ? keys[c]! : String(c)
       let value: unknown = null
       if (length >= 0) {
-        const text = decodeText(buf, i, i + length)
+        const text = this.#text.decode(buf, i, i + length)
         i += length
         const parse = shape?.parsers[c]
         value = parse ? parse(text, shape!.typeIds[c]!) : text

@@ -1,6 +1,10 @@
 import { ProtocolError } from '../errors.js'
 
-/** Receives complete frames. The body is `buf[start, end)`; the 5-byte header sits at `start - 5`. */
+/**
+ * Receives complete frames. The body is `buf[start, end)`; the 5-byte header
+ * sits at `start - 5`. A `buf` is one chunk of output (or one assembled
+ * frame): its bytes stay as they are until the next chunk arrives.
+ */
 export interface FrameSink {
   onFrame(type: number, buf: Uint8Array, start: number, end: number): void
 }
@@ -109,7 +113,8 @@ export class FrameScanner {
     this.#inBody = false
     if (this.#collecting) {
       this.#collecting = false
-      this.#sink.onFrame(this.#type, this.#assembly, HEADER_BYTES, HEADER_BYTES + this.#bodyFill)
+      // A view of its own per frame: sinks may cache by buffer identity, and the assembly buffer is reused.
+      this.#sink.onFrame(this.#type, this.#assembly.subarray(0, HEADER_BYTES + this.#bodyFill), HEADER_BYTES, HEADER_BYTES + this.#bodyFill)
     }
   }
 }
