@@ -249,6 +249,7 @@ export class ResultCollector implements FrameSink {
     }
     const row: Record<string, unknown> = {}
     const keys = shape?.keys
+    const hasProtoKey = shape?.hasProtoKey === true
     for (let c = 0; c < count; c++) {
       const length = readInt32(buf, i)
       i += 4
@@ -260,7 +261,7 @@ export class ResultCollector implements FrameSink {
         const parse = shape?.parsers[c]
         value = parse ? parse(text, shape!.typeIds[c]!) : text
       }
-      if (shape?.hasProtoKey && key === '__proto__') {
+      if (hasProtoKey && key === '__proto__') {
         Object.defineProperty(row, key, { value, enumerable: true, writable: true, configurable: true })
       } else {
         row[key] = value
