@@ -168,6 +168,7 @@ export async function run(s: SuiteRun): Promise<void> {
   })
   s.notes.push(
     `Per round, ${perRound} queries split over the clients; latency is per query (pg client.query, extended protocol, unnamed statement), throughput is queries per second of wall time per round.`,
+    'pg sends Parse(unnamed)/Bind/Describe/Execute/Sync for every query: native PostgreSQL and pglite-socket parse and plan it each time; pgwasm socket parses a repeated query once per client and binds the statement it kept (packages/pglite-socket README, "Many clients, one session").',
     'Each server runs in its own process; every server gets the same rounds in rotating order. The pglite-socket server runs @electric-sql/pglite 0.5.16 in memory (pnpm override).',
     `Pipelined: one raw connection writes ${PIPELINE_BATCH} Bind/Execute/Sync of a prepared select by pk at once and waits for all replies.`,
     `pgbench: built-in TPC-B-like script, -c ${PGBENCH_CLIENTS} -t ${pgbenchTx} per round (tps without connection time), on tables from pgbench -i -I dtGvp -s 1 (server-side generation on every target); one untimed warm-up run first.`,

@@ -24,6 +24,9 @@ export interface MuxClient {
   deliverNotification(frame: Uint8Array): void
 }
 
+/** How long an idle lease is kept for the next socket batch. */
+const IDLE_LEASE_MS = 1
+
 interface Waiter {
   client: MuxClient
   resolve: () => void
@@ -35,15 +38,22 @@ interface Waiter {
  * client runs a batch when it holds the engine; it keeps it while pinned
  * (inside a transaction, or inside an extended-protocol sequence before its
  * Sync), others wait in a FIFO. Between batches of unpinned clients the
- * engine goes back to the instance's own queue, so in-process callers get
- * their turn too.
+ * engine goes back to the instance's own queue when an in-process caller
+ * waits there, or 1 ms after the last batch, so those callers get their turn
+ * too.
  */
 export class Multiplexer {
   readonly db: SocketDatabase
   #owner: MuxClient | undefined
   #lease: EngineLease | undefined
   #leasing: Promise<void> | undefined
-  #idleRelease: ReturnType<typeof setImmediate> | undefined
+  #idleRelease: ReturnType<typeof setTimeout> | undefined
+  /**
+   * Moves on whenever a later Parse of the same SQL might resolve or read
+   * differently than an earlier one (see UnnamedStatementCache): statements
+   * cached at an older epoch are parsed again.
+   */
+  cacheEpoch = 0
   #waiters: Waiter[] = []
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
@@ -94,6 +104,8 @@ export class Multiplexer {
     const leasing = this.db.lease().then(
       (lease) => {
         this.#lease = lease
+        // In-process callers may have run anything since the engine was last ours.
+        this.cacheEpoch++
       },
       (err: unknown) => {
         if (this.#owner === client) this.#owner = undefined
@@ -144,19 +156,22 @@ export class Multiplexer {
 
   /**
    * Keeps the lease after a batch when nobody waits for it. The next
-   * client's batch, often in the same turn of the event loop, then needs no
-   * new lease from the instance's queue (a promise round trip per batch). It
-   * goes back at the next setImmediate, so an in-process caller that queues
-   * meanwhile waits one turn at most.
+   * client's batch then needs no new lease from the instance's queue (a
+   * promise round trip per batch), and statements the clients cached stay
+   * trusted (a new lease means in-process callers may have changed
+   * anything). It goes back after {@link IDLE_LEASE_MS} without a batch, or
+   * at the end of the next batch once an in-process caller waits for it.
    */
   #keepLeaseForNow(): void {
-    if (this.#idleRelease) return
-    this.#idleRelease = setImmediate(() => {
-      this.#idleRelease = undefined
-      if (this.#owner !== undefined || !this.#lease) return
-      this.#lease.release()
-      this.#lease = undefined
-    })
+    if (this.#idleRelease) this.#idleRelease.refresh()
+    else this.#idleRelease = setTimeout(this.#releaseIdle, IDLE_LEASE_MS)
+  }
+
+  readonly #releaseIdle = (): void => {
+    this.#idleRelease = undefined
+    if (this.#owner !== undefined || !this.#lease) return
+    this.#lease.release()
+    this.#lease = undefined
   }
 
   #wakeNext(): void {

@@ -53,6 +53,13 @@ export class OutputSplitter {
   holdComplete = false
   /** Set when an ErrorResponse passes; the caller clears it. */
   errorSeen = false
+  /**
+   * Set when a frame shows that a later Parse of the same SQL could mean
+   * something else (a setting reported by ParameterStatus changed, or a
+   * command other than plain DML or transaction control completed); the
+   * caller clears it. See UnnamedStatementCache.
+   */
+  meaningMayChange = false
 
   /** Bytes ready to write to the client, and resets the buffer. */
   take(): Uint8Array | undefined {
@@ -84,6 +91,7 @@ export class OutputSplitter {
       if (this.#remaining === 0 && this.#headerFill === 0 && n - i >= 5) {
         const type = chunk[i]!
         const length = ((chunk[i + 1]! << 24) | (chunk[i + 2]! << 16) | (chunk[i + 3]! << 8) | chunk[i + 4]!) >>> 0
+        if (type === Msg.CommandComplete || type === Msg.ParameterStatus) this.#watch(type, chunk, i + 5, Math.min(i + 1 + length, n))
         const mode = this.#modeFor(type)
         if (mode === 'forward') {
           // Extend the run of forwarded frames; copy it out in one piece later.
@@ -130,6 +138,8 @@ export class OutputSplitter {
         this.#headerFill = 0
         const type = this.#header[0]!
         const length = ((this.#header[1]! << 24) | (this.#header[2]! << 16) | (this.#header[3]! << 8) | this.#header[4]!) >>> 0
+        // The body is in the next chunk: assume the worst.
+        if (type === Msg.CommandComplete || type === Msg.ParameterStatus) this.meaningMayChange = true
         const mode = this.#modeFor(type)
         if (mode === 'forward') this.#out.append(this.#header)
         else if (mode === 'hold') this.#held.append(this.#header)
@@ -137,6 +147,11 @@ export class OutputSplitter {
       }
     }
     if (runStart >= 0) this.#out.append(chunk.subarray(runStart, n))
+  }
+
+  /** Looks at a CommandComplete's tag (in `chunk[start, end)`, maybe cut short) or notes a ParameterStatus. */
+  #watch(type: number, chunk: Uint8Array, start: number, end: number): void {
+    if (type === Msg.ParameterStatus || !isPlainTag(chunk, start, end)) this.meaningMayChange = true
   }
 
   #modeFor(type: number): Mode {
@@ -160,4 +175,25 @@ export class OutputSplitter {
     this.#mode = bodyLength === 0 ? 'forward' : mode
     this.#remaining = bodyLength
   }
+}
+
+/**
+ * Command tags that cannot create, rename or drop an object or change a
+ * setting by themselves (functions they call aside). `SELECT n` also ends
+ * CREATE TABLE AS and SELECT INTO: the session spots those in the SQL.
+ */
+const PLAIN_TAGS: readonly Uint8Array[] = [
+  'SELECT ', 'INSERT ', 'UPDATE ', 'DELETE ', 'MERGE ', 'FETCH ', 'MOVE ', 'COPY ',
+  'BEGIN\0', 'START TRANSACTION\0', 'COMMIT\0', 'ROLLBACK\0', 'SAVEPOINT\0', 'RELEASE\0',
+  'SHOW\0', 'LISTEN\0', 'UNLISTEN\0', 'NOTIFY\0', 'EXPLAIN\0', 'DECLARE CURSOR\0', 'CLOSE CURSOR\0',
+  'PREPARE\0', 'DEALLOCATE\0', 'DEALLOCATE ALL\0',
+].map((t) => new TextEncoder().encode(t))
+
+function isPlainTag(chunk: Uint8Array, start: number, end: number): boolean {
+  outer: for (const tag of PLAIN_TAGS) {
+    if (end - start < tag.length) continue
+    for (let k = 0; k < tag.length; k++) if (chunk[start + k] !== tag[k]) continue outer
+    return true
+  }
+  return false
 }

@@ -10,12 +10,18 @@ import { ListenRouting } from './listen-routing.js'
 import type { Multiplexer, MuxClient } from './multiplexer.js'
 import { OutputSplitter } from './output.js'
 import { StatementRenamer } from './rename.js'
+import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from './unnamed-cache.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { splitIfCopyFromClient } from './sql-split.js'
 import { readStartupRequest, startupReply } from './startup.js'
 import {
   EXTENDED_TYPES,
   Msg,
+  concat,
+  copyOut,
+  cstrings,
+  frame,
+  readInt32,
   decodeUtf8,
   errorResponse,
   readyForQuery,
@@ -55,6 +61,26 @@ const FLUSH_BYTES = 262_144
 
 let nextProcessId = 1000
 
+const ignore = (): void => {}
+const SYNC = new Uint8Array([0x53 /* S */, 0, 0, 0, 4])
+
+/** Close of a prepared statement, then Sync. */
+function closeStatement(name: string): Uint8Array {
+  return concat([frame(Msg.Close, concat([new Uint8Array([0x53 /* S */]), cstrings(name)])), SYNC])
+}
+
+/** The Bind or Describe frame at `buffer[at]` with the unnamed statement replaced by `name`. */
+function aliasFrame(buffer: Uint8Array, at: number, size: number, name: Uint8Array): Uint8Array {
+  // The statement's name is empty: its NUL is the first one after the portal name (Bind) or kind byte (Describe).
+  const nameAt = buffer[at] === Msg.Bind ? nulAfter(buffer, at + 5, at + size) + 1 : at + 6
+  const out = Buffer.allocUnsafe(size + name.length)
+  out.set(buffer.subarray(at, nameAt), 0)
+  out.set(name, nameAt - at)
+  out.set(buffer.subarray(nameAt, at + size), nameAt - at + name.length)
+  out.writeInt32BE(size + name.length - 1, 1)
+  return out
+}
+
 /** Offset of the first NUL in `buffer[from, end)`, or `end`. */
 function nulAfter(buffer: Uint8Array, from: number, end: number): number {
   const at = buffer.indexOf(0, from)
@@ -77,6 +103,19 @@ export class Session implements MuxClient {
   /** The batch {@link #runBatchWork} runs next, and whether it changes LISTENs. */
   #batch: Uint8Array = EMPTY
   #batchListens = false
+  /** Whether the current batch's SQL may create a table although its tag reads SELECT (see sqlMayChangeMeaning). */
+  #batchMeaning = false
+  /** The statement-cache rewrite the current batch is, if any. */
+  #batchPlan: CachePlan | undefined
+  /** For a batch using the cache: 0 before its first output byte, then the first frame's type. */
+  #firstOutput = 0
+  readonly #cache: UnnamedStatementCache
+  /**
+   * The cached statement that stands for this client's unnamed statement
+   * (its last Parse of it was turned into that), so that a later Bind or
+   * Describe of the unnamed statement finds the same SQL.
+   */
+  #unnamedAlias: Uint8Array | undefined
   #state: 'startup' | 'auth' | 'ready' | 'closed' = 'startup'
   #pumping = false
   #auth: Authenticator | undefined
@@ -92,6 +131,8 @@ export class Session implements MuxClient {
   #status: number = Status.Idle
   /** A COPY FROM STDIN query waiting for the client's data, and the messages gathered so far. */
   #script: CopyInScript | undefined
+  /** Output of a cached-statement batch held until it is known to have bound. */
+  readonly #held: Uint8Array[] = []
   #copyIn: Uint8Array[] = []
   #scriptListens = false
   #skipToSync = false
@@ -104,6 +145,7 @@ export class Session implements MuxClient {
     this.#input = new FrameReader(host.maxMessageBytes)
     this.#batchBuilder = new BatchBuilder(this.#input)
     this.#renamer = new StatementRenamer(`c${this.processId}_`)
+    this.#cache = new UnnamedStatementCache(`c${this.processId}`, host.maxMessageBytes)
   }
 
   get pinned(): boolean {
@@ -231,8 +273,27 @@ export class Session implements MuxClient {
   async #readFrames(): Promise<boolean> {
     this.#clearSyncTimer()
     const input = this.#input
+    // A refused cached statement is retried as sent, which is only safe where
+    // its failure ends nothing but the implicit transaction: outside a block.
+    if (this.#status === Status.Idle && !this.#inTransaction && !this.#unsynced && !this.#script && !this.#skipToSync) {
+      const plan = this.#cache.plan(input.bytes, input.offset, input.offset + input.buffered)
+      if (plan) {
+        input.skip(input.buffered)
+        if (plan.kind === 'create') this.#renamer.statements.add(plan.entry.name)
+        this.#batchPlan = plan
+        this.#firstOutput = 0
+        try {
+          await this.#runBatch(plan.message, false)
+        } finally {
+          this.#batchPlan = undefined
+          this.#held.length = 0
+        }
+        return true
+      }
+    }
     const batch = this.#batchBuilder
     let listenChanged = false
+    let meaning = false
     let consumed = false
     let terminate = false
     let rejectCopy = false
@@ -267,6 +328,7 @@ export class Session implements MuxClient {
         const end = at + size
         const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
         const sqlEnd = nulAfter(buffer, sqlStart, end)
+        if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
         if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
           const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
           const changesListens = this.#listens!.note(sql)
@@ -282,8 +344,9 @@ export class Session implements MuxClient {
           }
           if (copyScript) {
             input.skip(size)
-            if (!batch.isEmpty) await this.#runBatch(batch.take(), listenChanged)
+            if (!batch.isEmpty) await this.#runBatch(batch.take(), listenChanged, meaning)
             listenChanged = false
+            meaning = false
             this.#unsynced = false
             if (this.#state === 'closed') break
             const script = new CopyInScript(sql, copyScript, this.#status)
@@ -295,8 +358,14 @@ export class Session implements MuxClient {
       }
       if (EXTENDED_TYPES.has(type)) this.#unsynced = true
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
+      const alias = this.#unnamedAlias !== undefined && this.#aliasUse(type, buffer, at) ? this.#unnamedAlias : undefined
       if (EXTENDED_TYPES.has(type) && !StatementRenamer.namesNothing(type, buffer, at)) {
-        batch.add(this.#renamer.rewrite(type, input.take(size)))
+        // A named portal is renamed first; the unnamed statement stays empty there for the alias.
+        const renamed = this.#renamer.rewrite(type, input.take(size))
+        batch.add(alias ? aliasFrame(renamed, 0, renamed.length, alias) : renamed)
+      } else if (alias) {
+        batch.add(aliasFrame(buffer, at, size, alias))
+        input.skip(size)
       } else {
         batch.passOver(size)
       }
@@ -304,7 +373,7 @@ export class Session implements MuxClient {
     if (!batch.isEmpty) {
       const message = batch.take()
       // A framing error above closed the session: what came before it does not run.
-      if (this.#state !== 'closed') await this.#runBatch(message, listenChanged)
+      if (this.#state !== 'closed') await this.#runBatch(message, listenChanged, meaning)
     }
     if (rejectCopy) {
       this.#skipToSync = true
@@ -319,6 +388,30 @@ export class Session implements MuxClient {
     }
     if (this.#unsynced && this.#state === 'ready') this.#armSyncTimer()
     return consumed
+  }
+
+  /**
+   * Whether the frame at `at` names the unnamed statement while it stands for
+   * a cached one (a Bind of it, or a Describe of it); a Parse of the unnamed
+   * statement, a simple Query or a Close of it ends the stand-in.
+   */
+  #aliasUse(type: number, buffer: Uint8Array, at: number): boolean {
+    switch (type) {
+      case Msg.Bind:
+        // The statement name follows the portal name.
+        return buffer[nulAfter(buffer, at + 5, at + 1 + (readInt32(buffer, at + 1) >>> 0)) + 1] === 0
+      case Msg.Describe:
+        return buffer[at + 5] === 0x53 /* S */ && buffer[at + 6] === 0
+      case Msg.Parse:
+      case Msg.Query:
+        if (type === Msg.Query || buffer[at + 5] === 0) this.#unnamedAlias = undefined
+        return false
+      case Msg.Close:
+        if (buffer[at + 5] === 0x53 /* S */ && buffer[at + 6] === 0) this.#unnamedAlias = undefined
+        return false
+      default:
+        return false
+    }
   }
 
   /**
@@ -347,9 +440,10 @@ export class Session implements MuxClient {
     return true
   }
 
-  async #runBatch(message: Uint8Array, listenChanged: boolean): Promise<void> {
+  async #runBatch(message: Uint8Array, listenChanged: boolean, meaning = false): Promise<void> {
     this.#batch = message
     this.#batchListens = listenChanged
+    this.#batchMeaning = meaning
     try {
       await this.#mux!.run(this, this.#runBatchWork)
     } finally {
@@ -364,7 +458,17 @@ export class Session implements MuxClient {
     const splitter = this.#splitter
     splitter.lastStatus = 0
     try {
-      lease.execProtocolRawStream(this.#batch, this.#onOutput)
+      let message = this.#batch
+      const plan = this.#batchPlan
+      if (plan?.kind === 'create') plan.entry.epoch = this.#mux!.cacheEpoch
+      else if (plan && plan.entry.epoch !== this.#mux!.cacheEpoch) {
+        // Something since its Parse may make the SQL mean another thing now: parse it as sent.
+        this.#dropCached(lease, plan)
+        message = plan.original
+      }
+      lease.execProtocolRawStream(message, this.#onOutput)
+      if (this.#batchPlan) this.#settlePlan(lease, this.#batchPlan)
+      this.#noteMeaning(this.#batchMeaning)
       // An UNLISTEN by this client must not end another client's LISTEN.
       if (this.#batchListens) this.#listens!.relisten(lease)
     } catch (err) {
@@ -385,6 +489,8 @@ export class Session implements MuxClient {
       let waiting = false
       try {
         waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#onOutput, this.#send, this.#status))
+        // A query string holding COPY can hold anything else too.
+        this.#noteMeaning(true)
         if (!waiting && listenChanged) this.#listens!.relisten(lease)
       } catch (err) {
         this.#engineFailed(err)
@@ -400,8 +506,92 @@ export class Session implements MuxClient {
 
   /** Engine output for the client: filtered, and sent in pieces when it grows large. */
   readonly #onOutput = (bytes: Uint8Array): void => {
+    if (this.#batchPlan && !this.#passCached(bytes)) return
     this.#splitter.push(bytes)
     if (this.#splitter.pendingBytes > FLUSH_BYTES) this.#flush()
+  }
+
+  /**
+   * Output of a batch that uses the statement cache. A 'create' only notes
+   * the first frame (ParseComplete when the statement was made cleanly). A
+   * 'reuse' holds its output until BindComplete, sending the ParseComplete
+   * the client expects first, or an ErrorResponse, after which the output
+   * is dropped and {@link #settlePlan} runs the batch as sent.
+   * @returns whether `bytes` go on to the client now.
+   */
+  #passCached(bytes: Uint8Array): boolean {
+    if (bytes.length === 0) return false
+    const plan = this.#batchPlan!
+    if (plan.kind === 'create') {
+      if (this.#firstOutput === 0) this.#firstOutput = bytes[0]!
+      return true
+    }
+    if (this.#firstOutput === Msg.BindComplete) return true
+    if (this.#firstOutput === Msg.ErrorResponse) return false
+    // Before the decision: hold the bytes and look for the deciding frame.
+    const held = this.#held
+    held.push(copyOut(bytes, 0, bytes.length))
+    const all = held.length === 1 ? held[0]! : concat(held)
+    let at = 0
+    while (at + 5 <= all.length) {
+      const type = all[at]!
+      if (type === Msg.BindComplete || type === Msg.ErrorResponse) {
+        this.#firstOutput = type
+        held.length = 0
+        if (type === Msg.ErrorResponse) return false
+        this.#splitter.push(PARSE_COMPLETE)
+        this.#splitter.push(all)
+        return false
+      }
+      at += 1 + (readInt32(all, at + 1) >>> 0)
+    }
+    if (held.length > 1) {
+      held.length = 0
+      held.push(all)
+    }
+    return false
+  }
+
+  /**
+   * After a batch that used the statement cache: records what the engine
+   * made of it, and when a cached statement could not be bound (see
+   * UnnamedStatementCache), closes it and runs the batch as the client sent it.
+   */
+  #settlePlan(lease: EngineLease, plan: CachePlan): void {
+    this.#batchPlan = undefined
+    const first = this.#firstOutput
+    if (plan.kind === 'create') {
+      if (first === Msg.ParseComplete) this.#cache.created(plan)
+      else this.#cache.refuse(plan, first !== Msg.ErrorResponse)
+      if (first === Msg.ErrorResponse) this.#renamer.statements.delete(plan.entry.name)
+      this.#unnamedAlias = first === Msg.ErrorResponse ? undefined : plan.entry.nameBytes
+      return
+    }
+    if (first === Msg.BindComplete) {
+      this.#unnamedAlias = plan.entry.nameBytes
+      return
+    }
+    // Nothing ran (the failure came before BindComplete) and the implicit
+    // transaction is over: the engine is idle, as before the batch.
+    this.#dropCached(lease, plan)
+    lease.execProtocolRawStream(plan.original, this.#onOutput)
+  }
+
+  /** Forgets and closes the cached statement of `plan`; output from here on goes to the client as is. */
+  #dropCached(lease: EngineLease, plan: CachePlan): void {
+    this.#batchPlan = undefined
+    this.#held.length = 0
+    this.#cache.evict(plan)
+    this.#renamer.statements.delete(plan.entry.name)
+    this.#unnamedAlias = undefined
+    lease.execProtocolRawStream(closeStatement(plan.entry.name), ignore)
+  }
+
+  /** Moves the multiplexer's cache epoch on after engine work that may change what SQL means. */
+  #noteMeaning(sqlSaysSo: boolean): void {
+    const splitter = this.#splitter
+    if (sqlSaysSo || splitter.meaningMayChange) this.#mux!.cacheEpoch++
+    splitter.meaningMayChange = false
   }
 
   /** Bytes of our own for the client, after the engine output before them. */

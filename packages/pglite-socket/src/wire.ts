@@ -21,6 +21,8 @@ export const enum Msg {
   NoticeResponse = 0x4e /* N */,
   Notification = 0x41 /* A */,
   CopyInResponse = 0x47 /* G */,
+  ParseComplete = 0x31 /* 1 */,
+  BindComplete = 0x32 /* 2 */,
   // frontend
   Bind = 0x42 /* B */,
   Close = 0x43 /* C */,
