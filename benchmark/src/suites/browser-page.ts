@@ -10,6 +10,8 @@ type Ctor = { create(dataDir?: string, options?: Record<string, unknown>): Promi
 const Lib = PGlite as unknown as Ctor
 
 const open = new Map<string, Db>()
+/** Ops per timed block of the worker rows. */
+const BLOCK_OPS = 20
 
 const api = {
   /** ms for one in-memory create(). */
@@ -46,7 +48,13 @@ const api = {
     const r = (await open.get(name)!.query('select count(*)::int as n from kv')) as { rows: { n: number }[] }
     return r.rows[0]!.n
   },
-  /** Per-op ms of insert + select by pk on the main thread and through a module worker, alternating in blocks. */
+  /**
+   * Per-op ms of insert + select by pk on the main thread and through a
+   * module worker, alternating in blocks. Each sample times a block of
+   * BLOCK_OPS ops and divides: without cross-origin isolation Chromium's
+   * timer ticks in 0.1 ms steps, the size of one op, so single-op samples
+   * were quantized to 0.1 / 0.2 / 0.5 ms.
+   */
   async workerVsDirect(workerUrl: string, n: number): Promise<{ direct: number[]; worker: number[] }> {
     type WorkerCtor = { create(worker: Worker): Promise<Db> }
     const direct = await Lib.create()
@@ -54,15 +62,18 @@ const api = {
     const out = { direct: [] as number[], worker: [] as number[] }
     for (const db of [direct, pg]) await db.exec('create table kv (id int primary key, v text not null)')
     let id = 0
-    for (let block = 0; block < 10; block++) {
-      for (const [side, db] of [['direct', direct], ['worker', pg]] as const) {
-        for (let i = 0; i < Math.ceil(n / 10); i++) {
-          const t0 = performance.now()
-          await db.query('insert into kv values ($1, $2)', [++id, 'x'])
-          await db.query('select v from kv where id = $1', [id])
-          out[side].push(performance.now() - t0)
-        }
+    const block = async (db: Db): Promise<number> => {
+      const t0 = performance.now()
+      for (let i = 0; i < BLOCK_OPS; i++) {
+        await db.query('insert into kv values ($1, $2)', [++id, 'x'])
+        await db.query('select v from kv where id = $1', [id])
       }
+      return (performance.now() - t0) / BLOCK_OPS
+    }
+    // One unmeasured block each: the first ops of an instance compile its query path.
+    for (const db of [direct, pg]) await block(db)
+    for (let round = 0; round < Math.max(1, Math.round(n / BLOCK_OPS)); round++) {
+      for (const [side, db] of [['direct', direct], ['worker', pg]] as const) out[side].push(await block(db))
     }
     await direct.close()
     await pg.close()

@@ -58,7 +58,7 @@ export async function run(s: SuiteRun): Promise<void> {
   const coldSamples = Math.max(1, Math.min(s.config.iterations ?? 3, 5))
   const writeOps = Math.max(3, Math.round(20 * Math.min(scale, 1)))
   const workerOps = Math.max(10, Math.round(200 * Math.min(scale, 1)))
-  Object.assign(s.settings, { coldSamplesPerRow: coldSamples, insertSelectOpsPerSample: writeOps, workerOpsPerRound: workerOps })
+  Object.assign(s.settings, { coldSamplesPerRow: coldSamples, insertSelectOpsPerSample: writeOps, workerOpsPerRound: workerOps, workerOpsPerSample: 20 })
   const markAll = (status: 'skipped' | 'failed', reason: string, impls: Pick<Impl, 'label' | 'side'>[] = [{ label: OURS, side: 'ours' }, { label: ANCHOR, side: 'anchor' }]) => {
     for (const c of BROWSER_CASES) if (s.wants(c)) for (const i of impls) s.mark({ case: c, path: i.label, side: i.side, unit: 'ms', status, reason })
   }
@@ -194,7 +194,7 @@ export async function run(s: SuiteRun): Promise<void> {
     s.ratio('browser: worker overhead, PGlite through a worker / PGlite main thread', { case: WORKER_VIA, path: ANCHOR }, { case: WORKER_DIRECT, path: ANCHOR })
     s.notes.push(
       `Chromium: ${browser.version()}. Each round is a new browser context (cold HTTP cache, empty IndexedDB) per library; the libraries alternate.`,
-      "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating in blocks of ops; Chromium's timer has 0.1 ms resolution without cross-origin isolation.",
+      "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating; each sample is one block of 20 insert + select ops divided by 20, since Chromium's timer has 0.1 ms resolution without cross-origin isolation (single-op samples read 0.2 vs 0.5 ms where blocks show ~0.16 vs ~0.5). A worker op costs two postMessage round trips, ~0.05-0.1 ms each in this Chromium even for an empty reply.",
       'PGlite is served as its own dist/ ES modules (it does not bundle for the browser without extra setup); pgwasm as a plain esbuild bundle with the engine inside.',
     )
   } catch (err) {

@@ -21,14 +21,14 @@ export default async function buildBrowser({ root, dist, entries }) {
     // Beside the package, so that it resolves the package's dependencies.
     const maker = join(dist, '.make-template.mjs')
     await build({ entryPoints: [join(root, 'scripts', 'make-template.ts')], bundle: true, platform: 'node', format: 'esm', outfile: maker, packages: 'external', logLevel: 'warning' })
-    const templateFile = join(work, 'template.tar.gz')
+    const templateFile = join(work, 'template.pgwt.gz')
     const made = execFileSync(process.execPath, [maker, templateFile], { cwd: root, encoding: 'utf8' })
     rmSync(maker)
-    const { engineVersion } = JSON.parse(made.trim().split('\n').pop())
+    const { engineVersion, arrayTypes } = JSON.parse(made.trim().split('\n').pop())
 
     const assetDir = join(out, 'assets')
     mkdirSync(assetDir, { recursive: true })
-    const files = { 'pglite.wasm': join(engineDist, 'pglite.wasm'), 'pglite.data': join(engineDist, 'pglite.data'), 'initdb.wasm': join(engineDist, 'initdb.wasm'), 'template.tar.gz': templateFile }
+    const files = { 'pglite.wasm': join(engineDist, 'pglite.wasm'), 'pglite.data': join(engineDist, 'pglite.data'), 'initdb.wasm': join(engineDist, 'initdb.wasm'), 'template.pgwt.gz': templateFile }
     const sizes = {}
     const gzipped = {}
     for (const [name, file] of Object.entries(files)) {
@@ -37,9 +37,9 @@ export default async function buildBrowser({ root, dist, entries }) {
       const bytes = readFileSync(file)
       gzipped[name] = (name.endsWith('.gz') ? bytes : gzipSync(bytes, { level: 9 })).toString('base64')
     }
-    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\n`)
+    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\nexport const arrayTypes = ${JSON.stringify(arrayTypes)}\n`)
     // One module per use: a reopen or a snapshot restore never parses the template's text.
-    const groups = { core: ['pglite.wasm', 'pglite.data'], initdb: ['initdb.wasm'], template: ['template.tar.gz'] }
+    const groups = { core: ['pglite.wasm', 'pglite.data'], initdb: ['initdb.wasm'], template: ['template.pgwt.gz'] }
     for (const [group, names] of Object.entries(groups)) {
       writeFileSync(join(work, `embedded-${group}.js`), `export const gzipped = {\n${names.map((k) => `  ${JSON.stringify(k)}: "${gzipped[k]}",`).join('\n')}\n}\n`)
     }

@@ -2,7 +2,7 @@ import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/asse
 import { Backend, type DataDirMount } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
-import { getTemplate, templateKey } from './engine/template.js'
+import { ARRAY_TYPES_SQL, getTemplate, knownArrayTypes, rememberArrayTypes, templateKey, type ArrayTypeRow } from './engine/template.js'
 import { prefetchSnapshot, recycleBackend, restoreCopy, startInMemory } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir } from './fs/data-dir.js'
@@ -204,8 +204,10 @@ export class PGlite implements AsyncDisposable {
     }
     const loadTree = opts.loadDataTree ?? loadedTree
     let mount: DataDirMount
+    let createdInStore = false
     if (spec.kind === 'idb') {
       const opened = await idbOpening!
+      createdInStore = opened.created
       if (loadTree && !opened.created) {
         await opened.persistence.close()
         throw new EngineError(`loadDataDir: idb://${spec.name} already holds a database; load into a new name`, { code: 'BAD_DATA_DIR' })
@@ -292,7 +294,11 @@ export class PGlite implements AsyncDisposable {
     // A copy inherits the source's prepared statements; its cache starts empty.
     if (opts.cloneOf) runner.exec('DEALLOCATE ALL', undefined)
     if (opts.username && opts.username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(opts.username)}`, undefined)
-    this.#registerArrayTypes(runner)
+    // A database nothing ran in yet has the template's catalog: its array types may be known.
+    const fresh = !bootOnly && !loadTree && !opts.cloneOf && (spec.kind === 'memory' || (spec.kind === 'idb' && createdInStore))
+    const known = fresh ? knownArrayTypes(assets, templateOptions) : undefined
+    const arrayTypes = this.#registerArrayTypes(runner, known)
+    if (fresh && !known) rememberArrayTypes(assets, templateOptions, arrayTypes)
     this.#ready = true
     if (opts.extensions) await this.#setupExtensions(opts.extensions)
   }
@@ -319,14 +325,10 @@ export class PGlite implements AsyncDisposable {
     }
   }
 
-  #registerArrayTypes(runner: QueryRunner): void {
-    const { rows } = runner.query(
-      `SELECT b.oid::int AS elem, a.oid::int AS arr, a.typdelim AS delim FROM pg_catalog.pg_type a
-       JOIN pg_catalog.pg_type b ON b.oid = a.typelem WHERE a.typcategory = 'A' AND a.typsubscript = 'array_subscript_handler'::regproc`,
-      [],
-      { rowMode: 'array' },
-    )
-    for (const row of rows as [number, number, string][]) {
+  /** Adds parsers and serializers for the catalog's array types (`known`: skip the query). Returns the rows used. */
+  #registerArrayTypes(runner: QueryRunner, known?: readonly ArrayTypeRow[]): readonly ArrayTypeRow[] {
+    const rows = known ?? (runner.query(ARRAY_TYPES_SQL, [], { rowMode: 'array' }).rows as unknown as ArrayTypeRow[])
+    for (const row of rows) {
       const [elem, arr, delim] = row
       if (!this.parsers[arr]) this.parsers[arr] = makeArrayParser(this.parsers[elem], elem, delim)
       if (!this.serializers[arr]) {
@@ -336,6 +338,7 @@ export class PGlite implements AsyncDisposable {
       }
     }
     runner.parsersChanged()
+    return rows
   }
 
   #afterExec(collector: ResultCollector, options: QueryOptions | undefined): void {
@@ -739,7 +742,9 @@ export class PGlite implements AsyncDisposable {
 
   /** Re-reads array types from the catalog (after creating types). */
   refreshArrayTypes(): Promise<void> {
-    return this.#exclusive((_b, runner) => this.#registerArrayTypes(runner))
+    return this.#exclusive((_b, runner) => {
+      this.#registerArrayTypes(runner)
+    })
   }
 
   /**

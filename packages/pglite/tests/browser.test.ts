@@ -8,6 +8,7 @@ import { build } from 'esbuild'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
+import type { StoreTestApi } from './browser/store.js'
 import { PGlite } from '../src/index.js'
 
 /**
@@ -54,6 +55,20 @@ async function openPage(): Promise<Page> {
   return page
 }
 
+async function openStorePage(): Promise<Page> {
+  const page = await context.newPage()
+  await page.goto(`${origin}/store.html`)
+  await page.waitForFunction(() => 'pgwasmStoreTest' in globalThis, undefined, { timeout: 20_000 })
+  return page
+}
+
+async function callStore<K extends keyof StoreTestApi>(page: Page, fn: K, ...args: Parameters<StoreTestApi[K]>): Promise<Awaited<ReturnType<StoreTestApi[K]>>> {
+  return page.evaluate(
+    ([name, a]) => (globalThis as unknown as { pgwasmStoreTest: Record<string, (...x: unknown[]) => unknown> }).pgwasmStoreTest[name as string]!(...(a as unknown[])),
+    [fn, args] as const,
+  ) as Promise<Awaited<ReturnType<StoreTestApi[K]>>>
+}
+
 beforeAll(async () => {
   if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set PGWASM_CHROMIUM`)
@@ -65,6 +80,16 @@ beforeAll(async () => {
     format: 'esm',
     platform: 'browser',
     outdir: out,
+    logLevel: 'error',
+  })
+  // The store-format page imports the package's sources (their Node-only branches stay unresolved).
+  await build({
+    entryPoints: [join(here, 'browser', 'store.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    outdir: out,
+    external: ['node:*'],
     logLevel: 'error',
   })
   // Beside the package (not in tmp), so `@pgwasm/pglite` resolves as it does for a user.
@@ -98,6 +123,8 @@ beforeAll(async () => {
     }
     if (url.pathname === '/') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
     if (url.pathname === '/app.js') return send(200, 'text/javascript', app)
+    if (url.pathname === '/store.html') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/store.js"></script>')
+    if (url.pathname === '/store.js') return send(200, 'text/javascript', readFileSync(join(out, 'store.js')))
     if (url.pathname === '/pg-worker.js') return send(200, 'text/javascript', workerScript)
     if (url.pathname === '/node-dump.tgz') return send(200, 'application/gzip', nodeDump)
     const example = /^\/(example-\d+)\.(html|js)$/.exec(url.pathname)
@@ -160,6 +187,8 @@ describe('browser build in Chromium', () => {
       { id: 2, v: 'b' },
     ])
     expect(r.second).toBe(1)
+    // The browser's smaller default pool, and the option that changes it.
+    expect(r).toMatchObject({ pool: '16MB', customPool: '32MB' })
     await page.close()
   }, 120_000)
 
@@ -190,6 +219,46 @@ describe('browser build in Chromium', () => {
     expect(last.bodies).toEqual(['first', 'second', 'third'])
     await page.close()
   }, 180_000)
+
+  it('idb:// keeps a vacuum-truncated template catalog and later writes across a reload', async () => {
+    const page = await openPage()
+    const first = await call(page, 'idbTruncateCatalog', 'truncate-test')
+    expect(first.before).toBeGreaterThan(1000)
+    expect(first.pages).toBe(0)
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    const read = await call(page, 'idbReadCatalog', 'truncate-test')
+    expect(read).toMatchObject({ descriptions: 0, kept: ['kept'] })
+    expect(read.classes).toBeGreaterThan(400)
+    await page.close()
+  }, 180_000)
+
+  it('idb:// stores a new database as its base image plus changed chunks, read back over the base', async () => {
+    const page = await openStorePage()
+    const r = await callStore(page, 'baseImage')
+    expect(r.created).toEqual({ version: 2, format: 2, hasBase: true, chunks: 0 })
+    expect(r.after).toEqual({ version: 2, format: 2, hasBase: true, chunks: 3 })
+    expect(r.paths).toEqual(['d', 'd/a', 'd/b', 'd/c'])
+    expect(r).toMatchObject({ a: true, b: true, c: true, mtimeA: 6 })
+    await page.close()
+  }, 120_000)
+
+  it('an idb:// store in the first format (no base image) opens, takes writes and keeps them', async () => {
+    const page = await openStorePage()
+    const r = await callStore(page, 'legacyStore', `${origin}/node-dump.tgz`)
+    expect(r.before).toBe(500)
+    expect(r.after).toEqual({ n: 501, last: 'after the upgrade' })
+    // Upgraded in place: the base store added, the data left in the first layout.
+    expect(r.store).toMatchObject({ version: 2, format: 1, hasBase: false })
+    expect(r.store.chunks).toBeGreaterThan(100)
+    await page.close()
+  }, 180_000)
+
+  it('an idb:// store of a newer format is refused with IncompatibleDataDirError', async () => {
+    const page = await openStorePage()
+    expect(await callStore(page, 'futureStore')).toEqual({ opened: false, name: 'IncompatibleDataDirError', version: 3 })
+    await page.close()
+  }, 120_000)
 
   it('a second tab opening the same idb:// database gets DataDirLockedError', async () => {
     const first = await openPage()

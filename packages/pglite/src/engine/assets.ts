@@ -17,6 +17,8 @@ export interface EngineAssets {
   engineVersion: string
   /** The shipped initdb result for default options, where the platform has one (the browser build). */
   bundledTemplate?: () => Promise<DataTree>
+  /** The array types of the shipped template's catalog (elem, arr, delim), with it. */
+  bundledArrayTypes?: readonly (readonly [number, number, string])[]
 }
 
 export { locateEngine, prefetchBundledTemplate } from './engine-files.js'
@@ -42,6 +44,7 @@ export function loadAssets(source: EngineSource = {}): Promise<EngineAssets> {
             throw err
           })),
         bundledTemplate: files.bundledTemplate?.bind(files),
+        bundledArrayTypes: files.bundledArrayTypes,
       }
     })
     assets.catch(() => loaded.delete(key))

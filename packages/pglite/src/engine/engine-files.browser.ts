@@ -1,8 +1,7 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import type { EngineFiles, EngineSource } from './engine-files.js'
 import { EngineError } from '../errors.js'
-import { gunzip } from '../fs/gzip.js'
-import { unpackTar } from '../fs/tar.js'
+import { gunzipStream, inflateGzip, unpackGzippedImage } from './tree-image.js'
 import type { DataTree } from './pgdata-tree.js'
 
 /**
@@ -19,7 +18,7 @@ export async function locateEngine(): Promise<{ dist: string; engineVersion: str
   return { dist: '', engineVersion }
 }
 
-type AssetName = 'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz'
+type AssetName = 'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.pgwt.gz'
 
 export async function readEngineFiles(source: EngineSource): Promise<EngineFiles> {
   const manifest = await import('pgwasm:engine-manifest')
@@ -42,6 +41,7 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
       return { module: await compile(bytes, 'initdb.wasm', source), factory: initdbGlue.default }
     },
     bundledTemplate: () => templateTree(source),
+    bundledArrayTypes: manifest.arrayTypes,
   }
 }
 
@@ -54,9 +54,9 @@ function templateTree(source: EngineSource): Promise<DataTree> {
     tree = (async () => {
       const gz =
         source.assetBaseUrl === undefined
-          ? base64Bytes((await import('pgwasm:engine-template')).gzipped['template.tar.gz'])
-          : await fromUrl(source.assetBaseUrl, 'template.tar.gz', (await import('pgwasm:engine-manifest')).sizes['template.tar.gz'])
-      return unpackTar(await gunzip(gz))
+          ? base64Bytes((await import('pgwasm:engine-template')).gzipped['template.pgwt.gz'])
+          : await fromUrl(source.assetBaseUrl, 'template.pgwt.gz', (await import('pgwasm:engine-manifest')).sizes['template.pgwt.gz'])
+      return unpackGzippedImage(gz)
     })()
     tree.catch(() => templates.delete(key))
     templates.set(key, tree)
@@ -74,27 +74,29 @@ async function embedded(name: AssetName): Promise<Uint8Array> {
   const text =
     name === 'initdb.wasm'
       ? (await import('pgwasm:engine-initdb')).gzipped[name]
-      : name === 'template.tar.gz'
+      : name === 'template.pgwt.gz'
         ? (await import('pgwasm:engine-template')).gzipped[name]
         : (await import('pgwasm:engine-core')).gzipped[name]
-  return gunzip(base64Bytes(text))
+  return inflateGzip(base64Bytes(text))
 }
 
 /**
  * Decompresses and compiles in one stream: the browser compiles on its own
- * threads while the rest arrives, instead of after it all did.
+ * threads while the rest arrives, instead of after it all did. The inflate
+ * goes in slices, so the page's thread (and an `idb://` read) is not held
+ * for its whole ~100 ms.
  */
 async function compileEmbedded(): Promise<WebAssembly.Module> {
-  const gz = base64Bytes((await import('pgwasm:engine-core')).gzipped['pglite.wasm'])
+  const core = await import('pgwasm:engine-core')
+  const gz = base64Bytes(core.gzipped['pglite.wasm'])
   if (typeof WebAssembly.compileStreaming === 'function' && typeof DecompressionStream === 'function') {
-    const body = new Blob([gz as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('gzip'))
     try {
-      return await WebAssembly.compileStreaming(new Response(body, { headers: { 'content-type': 'application/wasm' } }))
+      return await WebAssembly.compileStreaming(new Response(gunzipStream(gz), { headers: { 'content-type': 'application/wasm' } }))
     } catch {
       // Some runtimes refuse a constructed Response: compile the bytes instead.
     }
   }
-  return compile(await gunzip(gz), 'pglite.wasm', {})
+  return compile(await inflateGzip(gz), 'pglite.wasm', {})
 }
 
 async function compile(bytes: Uint8Array, name: AssetName, source: EngineSource): Promise<WebAssembly.Module> {

@@ -15,6 +15,8 @@ export interface EngineFiles {
   initdb(): Promise<{ module: WebAssembly.Module; factory: ModuleFactory<InitdbModule> }>
   /** A ready initdb result for the default initdb options, where the platform ships one. */
   bundledTemplate?(): Promise<DataTree>
+  /** The array types (elem, arr, delim) of that template's catalog. */
+  readonly bundledArrayTypes?: readonly (readonly [number, number, string])[]
 }
 
 /**

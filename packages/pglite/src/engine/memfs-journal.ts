@@ -9,8 +9,18 @@ export const CHUNK_BYTES = 32 * 1024
 
 /** What changed under the journal's root since the last `take()`. */
 export interface FsChanges {
-  /** Files and directories created or changed, with their current size. */
-  readonly upserts: readonly { readonly path: string; readonly mode: number; readonly size: number; readonly mtimeMs: number }[]
+  /**
+   * Files and directories created or changed, with their current size.
+   * `replaced`: the whole file is in `chunks` (it is new at this path, or
+   * was resized); nothing stored before for the path describes it any more.
+   */
+  readonly upserts: readonly {
+    readonly path: string
+    readonly mode: number
+    readonly size: number
+    readonly mtimeMs: number
+    readonly replaced?: boolean
+  }[]
   /** Paths (files or directories) that are gone. */
   readonly deletes: readonly string[]
   /** Chunk contents to store; `null`: the chunk is all zero (or past the end) and is dropped. */
@@ -100,19 +110,20 @@ export class MemfsJournal {
       this.#pathOf = new Map([...now].map(([p, n]) => [n, p]))
       this.#structureChanged = false
     }
+    // A resized file is stored whole: a store that keeps a base image
+    // (idb-store.ts) must not let the base's bytes show through a range
+    // that a truncate cut and a later extend zero-filled. Resizes are rare
+    // (truncation, VACUUM); a relation grows by writes.
+    for (const node of this.#resized) {
+      const path = this.#pathOf.get(node)
+      if (path !== undefined && isFile(node)) whole.add(node)
+    }
     for (const node of whole) {
       const path = this.#pathOf.get(node)!
+      upserts.set(path, { ...meta(path, node), replaced: true })
       for (let c = 0; c * CHUNK_BYTES < node.usedBytes; c++) chunks.push(chunkOf(path, node, c))
       // A reused path may hold a longer old file's chunks.
       chunks.push({ path, index: -1, bytes: null })
-    }
-    for (const node of this.#resized) {
-      const path = this.#pathOf.get(node)
-      if (path === undefined || whole.has(node)) continue
-      upserts.set(path, meta(path, node))
-      chunks.push({ path, index: -1, bytes: null })
-      const tail = Math.floor(node.usedBytes / CHUNK_BYTES)
-      if (node.usedBytes % CHUNK_BYTES !== 0) chunks.push(chunkOf(path, node, tail))
     }
     for (const [node, set] of this.#dirtyChunks) {
       const path = this.#pathOf.get(node)

@@ -52,6 +52,11 @@ export function copyBytes(bytes: Uint8Array, length = bytes.byteLength): Uint8Ar
   return out
 }
 
+/** Whether the module's MEMFS copies a node flagged `pgwasmShared` before writing it. */
+export function copiesOnWrite(mod: PostgresModule): boolean {
+  return cowInstalled.has(mod.MEMFS)
+}
+
 /**
  * Makes MEMFS copy a shared file's contents before its first write.
  * Both entry points are wrapped: file streams use `ops_table.file.stream.write`

@@ -2,7 +2,9 @@
 declare module 'pgwasm:engine-manifest' {
   export const engineVersion: string
   /** Byte size of each asset as served (template gzipped, the others raw). */
-  export const sizes: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.tar.gz', number>
+  export const sizes: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.pgwt.gz', number>
+  /** The template catalog's array types: element OID, array OID, delimiter. */
+  export const arrayTypes: readonly (readonly [number, number, string])[]
 }
 // Each asset gzipped, base64 (the template's gzip is the asset itself, base64 only).
 declare module 'pgwasm:engine-core' {
@@ -12,7 +14,7 @@ declare module 'pgwasm:engine-initdb' {
   export const gzipped: Record<'initdb.wasm', string>
 }
 declare module 'pgwasm:engine-template' {
-  export const gzipped: Record<'template.tar.gz', string>
+  export const gzipped: Record<'template.pgwt.gz', string>
 }
 declare module 'pgwasm:postgres-glue' {
   const factory: unknown

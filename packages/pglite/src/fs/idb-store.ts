@@ -1,16 +1,28 @@
 import { DataDirLockedError, EngineError, IncompatibleDataDirError } from '../errors.js'
 import { CHUNK_BYTES, isZero, type FsChanges } from '../engine/memfs-journal.js'
 import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
+import { decodeTreeImage, imageOf } from '../engine/tree-image.js'
 
-/** Bump when the layout of the IndexedDB database changes. */
-const STORE_FORMAT = 1
+/**
+ * Layout of the IndexedDB database, also its IndexedDB version. 1: files
+ * and non-zero chunks. 2: adds a base image (the tree a new database
+ * started from, tree-image.ts, not compressed: IndexedDB reads it off this
+ * thread, an inflate would run on it); a file record marked `base` reads
+ * as the base's file overlaid with its stored chunks.
+ */
+const STORE_FORMAT = 2
 /** Postgres major version of the engine (see ENGINE_PG_MAJOR in node-dir.ts). */
 const PG_MAJOR = '18'
+const BASE_KEY = 'image'
+/** A stored chunk of a `base` file that is all zero (where the base may not be). */
+const ZERO_MARK = new Uint8Array(0)
 
 interface FileRecord {
   mode: number
   size: number
   mtimeMs: number
+  /** Starts from the base image's file of the same path; stored chunks override it. */
+  base?: true
 }
 
 interface MetaRecord {
@@ -29,6 +41,8 @@ export class IdbStore {
   readonly #db: IDBDatabase
   readonly #release: () => void
   readonly name: string
+  /** Paths whose record is marked `base`: a zero chunk of theirs must be stored, not dropped. */
+  readonly #basePaths = new Set<string>()
 
   private constructor(name: string, db: IDBDatabase, release: () => void) {
     this.name = name
@@ -46,39 +60,61 @@ export class IdbStore {
     }
     const release = await lock(name)
     try {
+      // Upgrading a format 1 store only adds the (empty) base store: its data reads as before.
       const db = await request(indexedDB.open(`pgwasm/${name}`, STORE_FORMAT), (req) => {
         const db = (req as IDBOpenDBRequest).result
-        for (const store of ['meta', 'files', 'chunks']) if (!db.objectStoreNames.contains(store)) db.createObjectStore(store)
+        for (const store of ['meta', 'files', 'chunks', 'base']) if (!db.objectStoreNames.contains(store)) db.createObjectStore(store)
       })
       return new IdbStore(name, db, release)
     } catch (err) {
       release()
+      // The IndexedDB version is the store format: a newer pgwasm's store is above ours.
+      if ((err as { name?: unknown } | null)?.name === 'VersionError') {
+        throw new IncompatibleDataDirError(`idb://${name} was written by a newer pgwasm (a store format above ${STORE_FORMAT})`, {
+          path: `idb://${name}`,
+          dataDirVersion: 'unknown',
+          engineVersion: PG_MAJOR,
+        })
+      }
       throw err instanceof EngineError ? err : new EngineError(`cannot open IndexedDB database pgwasm/${name}: ${String(err)}`, { code: 'BAD_DATA_DIR', cause: err })
     }
   }
 
   /** The stored data directory, or `undefined` when the store is new. */
   async load(): Promise<DataTree | undefined> {
-    const tx = this.#db.transaction(['meta', 'files', 'chunks'], 'readonly')
-    const [meta, paths, files, chunkKeys, chunks] = await Promise.all([
+    const tx = this.#db.transaction(['meta', 'files', 'chunks', 'base'], 'readonly')
+    const [meta, paths, files, chunkKeys, chunks, image] = await Promise.all([
       request(tx.objectStore('meta').get('meta')) as Promise<MetaRecord | undefined>,
       request(tx.objectStore('files').getAllKeys()) as Promise<string[]>,
       request(tx.objectStore('files').getAll()) as Promise<FileRecord[]>,
       request(tx.objectStore('chunks').getAllKeys()) as Promise<[string, number][]>,
       request(tx.objectStore('chunks').getAll()) as Promise<Uint8Array[]>,
+      request(tx.objectStore('base').get(BASE_KEY)) as Promise<Uint8Array | undefined>,
     ])
     if (!meta) return undefined
-    if (meta.format !== STORE_FORMAT || meta.pgMajor !== PG_MAJOR) {
+    if ((meta.format !== 1 && meta.format !== STORE_FORMAT) || meta.pgMajor !== PG_MAJOR) {
       throw new IncompatibleDataDirError(
-        `idb://${this.name} was written by another pgwasm (store format ${meta.format}, PostgreSQL ${meta.pgMajor}); this one uses format ${STORE_FORMAT}, PostgreSQL ${PG_MAJOR}`,
+        `idb://${this.name} was written by another pgwasm (store format ${meta.format}, PostgreSQL ${meta.pgMajor}); this one reads formats 1-${STORE_FORMAT}, PostgreSQL ${PG_MAJOR}`,
         { path: `idb://${this.name}`, dataDirVersion: meta.pgMajor, engineVersion: PG_MAJOR },
       )
     }
+    const base = new Map<string, Uint8Array>()
+    if (image) for (const e of decodeTreeImage(image)) if (e.data) base.set(e.path, e.data)
+    const overlaid = new Set<string>()
+    for (const [path] of chunkKeys) overlaid.add(path)
     const data = new Map<string, Uint8Array>()
     const entries: TreeEntry[] = paths.map((path, i) => {
       const f = files[i]!
       if ((f.mode & 0o170000) === 0o040000) return { path, mode: f.mode, mtimeMs: f.mtimeMs }
+      const from = f.base ? base.get(path) : undefined
+      if (f.base) {
+        if (!from) throw new EngineError(`idb://${this.name}: ${path} refers to a base image that is missing`, { code: 'BAD_DATA_DIR' })
+        this.#basePaths.add(path)
+        // Shared with the base when nothing overrides it: files are copied on their first write.
+        if (!overlaid.has(path) && f.size <= from.byteLength) return { path, mode: f.mode, mtimeMs: f.mtimeMs, data: from.subarray(0, f.size) }
+      }
       const bytes = new Uint8Array(f.size)
+      if (from) bytes.set(from.subarray(0, Math.min(f.size, from.byteLength)))
       data.set(path, bytes)
       return { path, mode: f.mode, mtimeMs: f.mtimeMs, data: bytes }
     })
@@ -86,33 +122,48 @@ export class IdbStore {
       const [path, index] = chunkKeys[i]!
       const target = data.get(path)
       const chunk = chunks[i]!
-      if (target && index * CHUNK_BYTES + chunk.byteLength <= target.byteLength) target.set(chunk, index * CHUNK_BYTES)
+      const at = index * CHUNK_BYTES
+      if (!target || at >= target.byteLength) continue
+      if (chunk.byteLength === 0) target.fill(0, at, Math.min(target.byteLength, at + CHUNK_BYTES))
+      else if (at + chunk.byteLength <= target.byteLength) target.set(chunk, at)
     }
     // Keys sort so that a directory comes before its contents ('a' < 'a/b').
     return entries.filter((e) => e.path !== 'postmaster.pid')
   }
 
-  /** Stores a whole tree into the (empty) store in one transaction: a half-created database never exists. */
+  /**
+   * Stores a whole tree into the (empty) store in one transaction: a
+   * half-created database never exists. A tree decoded from an image (the
+   * bundled template) is stored as that image and a record per file, its
+   * distinct non-zero blocks only instead of ~30 MB of chunks: what a
+   * reopen then reads.
+   */
   async create(tree: DataTree, engineVersion: string): Promise<void> {
+    const meta: MetaRecord = { format: STORE_FORMAT, pgMajor: PG_MAJOR, engineVersion }
+    const image = imageOf(tree)
     const upserts: { path: string; mode: number; size: number; mtimeMs: number }[] = []
     const chunks: { path: string; index: number; bytes: Uint8Array | null }[] = []
     for (const entry of tree) {
       const size = isDirEntry(entry) ? 0 : (entry.data?.byteLength ?? 0)
       upserts.push({ path: entry.path, mode: entry.mode, size, mtimeMs: entry.mtimeMs })
+      if (image) {
+        if (!isDirEntry(entry)) this.#basePaths.add(entry.path)
+        continue
+      }
       for (let c = 0; c * CHUNK_BYTES < size; c++) {
         const view = entry.data!.subarray(c * CHUNK_BYTES, Math.min(size, (c + 1) * CHUNK_BYTES))
         if (!isZero(view)) chunks.push({ path: entry.path, index: c, bytes: view.slice() })
       }
     }
-    await this.apply({ upserts, deletes: [], chunks }, 'strict', { format: STORE_FORMAT, pgMajor: PG_MAJOR, engineVersion })
+    await this.apply({ upserts, deletes: [], chunks }, 'strict', { meta, image })
   }
 
   /**
    * Applies one set of changes in one IndexedDB transaction; resolves when
    * it is committed (`strict`: on disk, not just handed to the OS).
    */
-  async apply(changes: FsChanges, durability: 'strict' | 'relaxed', meta?: MetaRecord): Promise<void> {
-    const tx = this.#db.transaction(['meta', 'files', 'chunks'], 'readwrite', { durability })
+  async apply(changes: FsChanges, durability: 'strict' | 'relaxed', created?: { meta: MetaRecord; image: Uint8Array | undefined }): Promise<void> {
+    const tx = this.#db.transaction(['meta', 'files', 'chunks', 'base'], 'readwrite', { durability })
     const done = new Promise<void>((resolve, reject) => {
       tx.oncomplete = () => resolve()
       tx.onabort = () => reject(tx.error ?? new Error('transaction aborted'))
@@ -120,14 +171,22 @@ export class IdbStore {
     })
     const files = tx.objectStore('files')
     const chunks = tx.objectStore('chunks')
-    if (meta) tx.objectStore('meta').put(meta, 'meta')
+    if (created) {
+      tx.objectStore('meta').put(created.meta, 'meta')
+      if (created.image) tx.objectStore('base').put(created.image, BASE_KEY)
+    }
+    const basePaths = this.#basePaths
     const sizes = new Map<string, number>()
     for (const path of changes.deletes) {
       files.delete(path)
       chunks.delete(IDBKeyRange.bound([path, -1], [path, Infinity]))
+      basePaths.delete(path)
     }
     for (const u of changes.upserts) {
-      files.put({ mode: u.mode, size: u.size, mtimeMs: u.mtimeMs } satisfies FileRecord, u.path)
+      if (u.replaced) basePaths.delete(u.path)
+      const record: FileRecord = { mode: u.mode, size: u.size, mtimeMs: u.mtimeMs }
+      if (basePaths.has(u.path)) record.base = true
+      files.put(record, u.path)
       sizes.set(u.path, u.size)
     }
     for (const c of changes.chunks) {
@@ -137,6 +196,9 @@ export class IdbStore {
         chunks.delete(IDBKeyRange.bound([c.path, Math.ceil(size / CHUNK_BYTES)], [c.path, Infinity]))
       } else if (c.bytes) {
         chunks.put(c.bytes, [c.path, c.index])
+      } else if (basePaths.has(c.path)) {
+        // An absent chunk of a base file reads as the base's bytes.
+        chunks.put(ZERO_MARK, [c.path, c.index])
       } else {
         chunks.delete([c.path, c.index])
       }

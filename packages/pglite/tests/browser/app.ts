@@ -29,9 +29,13 @@ const api = {
     const second = await PGlite.create()
     const secondMs = performance.now() - t1
     const one = await second.query<{ n: number }>('SELECT 1 AS n')
+    const pool = (await db.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]!.shared_buffers
     await db.close()
     await second.close()
-    return { rows, createMs, secondMs, second: one.rows[0]!.n }
+    const custom = await PGlite.create({ postgresqlConf: { shared_buffers: '32MB' } })
+    const customPool = (await custom.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]!.shared_buffers
+    await custom.close()
+    return { rows, createMs, secondMs, second: one.rows[0]!.n, pool, customPool }
   },
 
   async idbWrite(name: string, values: string[]) {
@@ -71,6 +75,31 @@ const api = {
     await db.close()
     times.sort((a, b) => a - b)
     return { median: times[Math.floor(times.length / 2)]! }
+  },
+
+  /**
+   * Empties and vacuums a catalog the template ships (VACUUM truncates its
+   * file: a resize of a file stored as part of the base image), adds a
+   * table, and leaves the database open for a reload.
+   */
+  async idbTruncateCatalog(name: string) {
+    const db = await PGlite.create(`idb://${name}`)
+    open.set(name, db)
+    const before = (await db.query<{ n: number }>('select count(*)::int as n from pg_description')).rows[0]!.n
+    // One statement per exec: VACUUM cannot run in the implicit transaction of a multi-statement string.
+    for (const sql of ['delete from pg_description', 'vacuum pg_description', 'checkpoint']) await db.exec(sql)
+    await db.exec(`create table after_vacuum (v text); insert into after_vacuum values ('kept')`)
+    const pages = (await db.query<{ n: number }>(`select pg_relation_size('pg_description')::int as n`)).rows[0]!.n
+    return { before, pages }
+  },
+
+  async idbReadCatalog(name: string) {
+    const db = await PGlite.create(`idb://${name}`)
+    const descriptions = (await db.query<{ n: number }>('select count(*)::int as n from pg_description')).rows[0]!.n
+    const kept = (await db.query<{ v: string }>('select v from after_vacuum')).rows.map((r) => r.v)
+    const classes = (await db.query<{ n: number }>('select count(*)::int as n from pg_class')).rows[0]!.n
+    await db.close()
+    return { descriptions, kept, classes }
   },
 
   async secondOpener(name: string) {
