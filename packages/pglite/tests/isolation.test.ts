@@ -99,3 +99,29 @@ describe('clone() of an unchanged source reuses its snapshot', () => {
     await source.close()
   })
 })
+
+describe('module sizes', () => {
+  it('clones a source whose memory is below the engine minimum, and a source that grew past the pooled size', async () => {
+    // 16 MB of shared buffers leaves the program break below the 128 MB a
+    // module starts with; 64 MB of work_mem in one sort grows the heap.
+    const small = await PGlite.create({ postgresqlConf: { shared_buffers: '16MB' } })
+    await small.exec(`create table t (id int primary key, a text); insert into t select g, md5(g::text) from generate_series(1, 2000) g`)
+    const smallCopy = await small.clone()
+    expect((await smallCopy.query<{ n: number }>('select count(*)::int as n from t')).rows[0]!.n).toBe(2000)
+
+    const grown = await PGlite.create({ postgresqlConf: { work_mem: '256MB' } })
+    await grown.exec(`create table t as select g as id, repeat(md5(g::text), 4) as a from generate_series(1, 300000) g`)
+    await grown.query('select a from t order by a desc offset 299999')
+    // Past the 128 MB start and the pool's 32 MB of headroom.
+    expect(grown._internalStats().wasmMemoryBytes).toBeGreaterThan(192 * 1024 * 1024)
+    const grownCopy = await grown.clone()
+    const again = await grown.clone()
+    for (const copy of [grownCopy, again]) {
+      expect((await copy.query<{ n: number }>('select count(*)::int as n from t')).rows[0]!.n).toBe(300000)
+      await copy.exec('insert into t values (0, $$x$$)')
+      await copy.close()
+    }
+    expect((await grown.query<{ n: number }>('select count(*)::int as n from t')).rows[0]!.n).toBe(300000)
+    await Promise.all([smallCopy.close(), small.close(), grown.close()])
+  }, 120_000)
+})

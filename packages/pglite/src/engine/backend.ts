@@ -51,7 +51,8 @@ const EXIT_ALIVE = 99
 /** The patched top-level longjmp after an ERROR exits with this (wasm-abi.md §6.4). */
 const EXIT_LONGJMP = 100
 const LOG_LINES_KEPT = 40
-const DEFAULT_MEMORY = 128 * 1024 * 1024
+/** The memory a module starts with: the engine's own minimum (its wasm declares 2,048 pages). */
+export const DEFAULT_MEMORY = 128 * 1024 * 1024
 
 const COPY_FAIL = frontendFrame(0x66 /* f */, 'COPY FROM STDIN data must come in the same request as the COPY\0')
 const SYNC = frontendFrame(0x53 /* S */, '')

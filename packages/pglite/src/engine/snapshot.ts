@@ -66,8 +66,10 @@ export function tableLength(control: ModuleControl): number {
 /** Captures an idle backend. Call between requests only. */
 export function takeSnapshot(mod: PostgresModule, control: ModuleControl): EngineSnapshot {
   const heap = mod.HEAPU8
-  const pages = heap.byteLength / CHUNK
-  const indices = nonZeroChunks(heap, chunksBelowBreak(heap, control), memoryOf(control))
+  // What a module needs to take this snapshot: nothing lives above the
+  // break, so a module of any size from there up will do (see restore).
+  const pages = chunksBelowBreak(heap, control)
+  const indices = nonZeroChunks(heap, pages, memoryOf(control))
   const chunkBytes = new Uint8Array(indices.length * CHUNK)
   indices.forEach((c, i) => chunkBytes.set(heap.subarray(c * CHUNK, (c + 1) * CHUNK), i * CHUNK))
 
@@ -299,7 +301,9 @@ function removeTree(mod: PostgresModule, path: string): void {
  */
 export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, snap: EngineSnapshot): void {
   const heap = mod.HEAPU8
-  if (heap.byteLength !== snap.pages * CHUNK) {
+  // A larger module is fine: Postgres' allocator only knows the break it
+  // gets back from the snapshot, and memory above it stays zero.
+  if (heap.byteLength < snap.pages * CHUNK) {
     throw new Error(`snapshot needs ${snap.pages} memory pages, the module has ${heap.byteLength / CHUNK}`)
   }
   if (tableLength(control) !== snap.tableLength) {

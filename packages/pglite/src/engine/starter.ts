@@ -1,5 +1,5 @@
 import type { EngineAssets } from './assets.js'
-import { Backend, BlankModule, type BackendOptions } from './backend.js'
+import { Backend, BlankModule, DEFAULT_MEMORY, type BackendOptions } from './backend.js'
 import { backendEnv } from './module.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
@@ -15,36 +15,46 @@ const PAGE = 65536
 const snapshots = new Map<string, EngineSnapshot>()
 
 /**
+ * Pages a pooled module has beyond the snapshot that sized the pool: a
+ * database that grew a little since its start (a seeded database being
+ * cloned) still fits a module made ahead of time. Untouched pages cost
+ * address space, not memory.
+ */
+const HEADROOM_PAGES = 512
+
+/**
  * Blank modules made ahead of time, in the background, so that a restore
  * does not wait for module creation (~70-100 ms of a ~90 ms restore).
  */
 class ModulePool {
   #ready: BlankModule[] = []
   #filling: Promise<void> | undefined
+  /** Size of the modules made: the largest snapshot seen, plus headroom. */
   #pages = 0
 
   /**
-   * Sets the module size to keep ready. Nothing is made yet: a process that
-   * opens one database should not pay for a second module; the first `take`
-   * starts the prefilling.
+   * Makes the pool's modules fit snapshots of `pages`. Nothing is made yet:
+   * a process that opens one database should not pay for a second module;
+   * the first `take` starts the prefilling.
    */
   prepare(pages: number): void {
-    if (pages !== this.#pages) this.#drain(pages)
+    if (pages > this.#pages) this.#resize(Math.max(pages + HEADROOM_PAGES, DEFAULT_MEMORY / PAGE))
   }
 
+  /** A blank module of at least `pages`. */
   async take(assets: EngineAssets, pages: number): Promise<BlankModule> {
-    if (pages !== this.#pages) this.#drain(pages)
+    this.prepare(pages)
     // One being made is nearer done than a new one would be.
     if (this.#ready.length === 0 && this.#filling) await this.#filling
     const blank = this.#ready.pop()
     this.fill(assets)
-    return blank ?? BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE)
+    return blank ?? BlankModule.create(assets, backendEnv('postgres', 'postgres'), this.#pages * PAGE)
   }
 
-  /** Takes back a module whose database closed; keeps it if it fits and the pool is not full. */
+  /** Takes back a module whose database closed; keeps it if it is large enough and the pool is not full. */
   give(blank: BlankModule): void {
     const pages = blank.mod.HEAPU8.byteLength / PAGE
-    if (pages === this.#pages && this.#ready.length < MAX_READY) this.#ready.push(blank)
+    if (pages >= this.#pages && this.#ready.length < MAX_READY) this.#ready.push(blank)
     else blank.discard()
   }
 
@@ -57,7 +67,7 @@ class ModulePool {
       .then(() => BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE))
       .then(
         (blank) => {
-          if (pages === this.#pages) this.#ready.push(blank)
+          if (pages >= this.#pages) this.#ready.push(blank)
           else blank.discard()
         },
         () => {
@@ -69,7 +79,12 @@ class ModulePool {
       })
   }
 
-  #drain(pages: number): void {
+  /** Forgets every module (for tests). */
+  clear(): void {
+    this.#resize(0)
+  }
+
+  #resize(pages: number): void {
     for (const blank of this.#ready) blank.discard()
     this.#ready = []
     this.#pages = pages
@@ -216,5 +231,5 @@ export async function restoreCopy(assets: EngineAssets, source: Backend, onLog?:
 export function clearSnapshotMemory(): void {
   snapshots.clear()
   diskReads.clear()
-  pool.prepare(0)
+  pool.clear()
 }
