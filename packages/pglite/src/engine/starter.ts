@@ -67,6 +67,7 @@ class ModulePool {
       .then(() => BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE))
       .then(
         (blank) => {
+          mapEveryPage(blank.mod.HEAPU8)
           if (pages >= this.#pages) this.#ready.push(blank)
           else blank.discard()
         },
@@ -89,6 +90,18 @@ class ModulePool {
     this.#ready = []
     this.#pages = pages
   }
+}
+
+/**
+ * Reads one byte of every 4 KiB page, so the OS maps them all (to its shared
+ * zero page: no memory is used) now, in the background, rather than one
+ * fault at a time when a restore or a later snapshot first scans the module
+ * for non-zero chunks (~40 ms over a module's ~170 MB).
+ */
+function mapEveryPage(heap: Uint8Array): void {
+  let sink = 0
+  for (let i = 0; i < heap.length; i += 4096) sink |= heap[i]!
+  if (sink === -1) throw new Error('unreachable')
 }
 
 /** Recycled modules kept at most: each holds its whole memory (100+ MB). */
