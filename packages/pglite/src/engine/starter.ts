@@ -22,6 +22,9 @@ const snapshots = new Map<string, EngineSnapshot>()
  */
 const HEADROOM_PAGES = 512
 
+/** How long a prefill waits for a module to come back before making one. */
+const FILL_DELAY_MS = 10
+
 /**
  * Blank modules made ahead of time, in the background, so that a restore
  * does not wait for module creation (~70-100 ms of a ~90 ms restore).
@@ -62,11 +65,14 @@ class ModulePool {
   fill(assets: EngineAssets): void {
     if (this.#ready.length > 0 || this.#filling || this.#pages === 0) return
     const pages = this.#pages
-    // Start after the current task, so the create that triggered it returns first.
-    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, 0))
-      .then(() => BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE))
+    // Start a little later, so the create that triggered it returns first,
+    // and not at all if a closed database gave a module back meanwhile (a
+    // clone used and closed at once would otherwise race a module being made).
+    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS))
+      .then(() => (this.#ready.length > 0 ? undefined : BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE)))
       .then(
         (blank) => {
+          if (!blank) return
           mapEveryPage(blank.mod.HEAPU8)
           if (pages >= this.#pages) this.#ready.push(blank)
           else blank.discard()
