@@ -144,6 +144,18 @@ describe('each contrib extension works after CREATE EXTENSION', () => {
     ).toBe(true)
   })
 
+  it('pageinspect: a scan of committed rows sets their hint bits in an in-memory database', async () => {
+    // HEAP_XMIN_COMMITTED (0x0100) can only be set once the inserting
+    // commit's WAL is flushed; with unflushed commits every later read
+    // would look the transaction up again.
+    await db.exec(`create table hints (a int); insert into hints select g from generate_series(1, 50) g`)
+    await db.exec(`select count(*) from hints`)
+    expect(
+      await value(`create extension if not exists pageinspect;
+        select count(*) filter (where t_infomask & 256 <> 0)::int from heap_page_items(get_raw_page('hints', 0))`),
+    ).toBe(50)
+  })
+
   it('passwordcheck: LOAD makes short passwords fail', async () => {
     await expect(db.exec(`load 'passwordcheck'; create role weak password 'abc'`)).rejects.toThrow(/password is too short/)
   })
