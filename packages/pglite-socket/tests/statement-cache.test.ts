@@ -59,10 +59,15 @@ describe('the unnamed-statement cache', () => {
       create table sb.st (v int, w int); insert into sb.st values (42, 43)`),
   )
 
-  async function rawClient(): Promise<RawClient> {
+  /** Runs `use` with a raw client that has done its handshake, and closes the client after. */
+  async function withRawClient(use: (raw: RawClient) => Promise<void>): Promise<void> {
     const raw = new RawClient(served.port)
-    await raw.handshake()
-    return raw
+    try {
+      await raw.handshake()
+      await use(raw)
+    } finally {
+      raw.destroy()
+    }
   }
 
   async function cachedNames(): Promise<string[]> {
@@ -98,16 +103,13 @@ describe('the unnamed-statement cache', () => {
   })
 
   it('answers a cached Parse with ParseComplete, as a fresh Parse would be', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const first = await roundTrip(raw, pgQuery('select label from sc where id = $1', ['1']))
       const second = await roundTrip(raw, pgQuery('select label from sc where id = $1', ['2']))
       expect(types(first)).toBe('12TDCZ')
       expect(types(second)).toBe('12TDCZ')
       expect(firstField(second)).toBe('two')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('returns the new columns of select * after ALTER TABLE adds one', async () => {
@@ -133,8 +135,7 @@ describe('the unnamed-statement cache', () => {
   })
 
   it('reports a dropped table as an error of the Parse, with no ParseComplete, as Postgres does', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       await roundTrip(raw, queryFrame('create table sc_gone (id int)'))
       for (let i = 0; i < 2; i++) expect(types(await roundTrip(raw, pgQuery('select id from sc_gone where id = $1', ['1'])))).toBe('12TCZ')
       await roundTrip(raw, queryFrame('drop table sc_gone'))
@@ -142,9 +143,7 @@ describe('the unnamed-statement cache', () => {
       expect(types(after)).toBe('EZ')
       expect(sqlState(after)).toBe('42P01')
       expect(after.at(-1)!.body.toString()).toBe('I')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('reads the table of the current search_path after SET search_path', async () => {
@@ -235,35 +234,28 @@ describe('the unnamed-statement cache', () => {
   })
 
   it('runs the query as sent after DEALLOCATE ALL, with the exact messages of a fresh Parse', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       for (let i = 0; i < 2; i++) await roundTrip(raw, pgQuery('select label from sc where id = $1', ['1']))
       expect(types(await roundTrip(raw, queryFrame('deallocate all')))).toBe('CZ')
       const after = await roundTrip(raw, pgQuery('select label from sc where id = $1', ['2']))
       expect(types(after)).toBe('12TDCZ')
       expect(firstField(after)).toBe('two')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('runs DEALLOCATE ALL sent through the extended protocol as sent, each time', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const sql = 'select label from sc where id = $1'
       for (let i = 0; i < 2; i++) await roundTrip(raw, pgQuery(sql, ['1']))
       for (let i = 0; i < 2; i++) expect(types(await roundTrip(raw, pgQuery('deallocate all', [])))).toBe('12nCZ')
       const after = await roundTrip(raw, pgQuery(sql, ['2']))
       expect(types(after)).toBe('12TDCZ')
       expect(firstField(after)).toBe('two')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('sends the warnings of a Parse every time: SQL whose Parse warns is never cached', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       await roundTrip(raw, queryFrame('set standard_conforming_strings = off'))
       for (let i = 0; i < 3; i++) {
         const reply = await roundTrip(raw, pgQuery(`select 'a\\\\b' as v where $1::int = 1`, ['1']))
@@ -271,14 +263,11 @@ describe('the unnamed-statement cache', () => {
         expect(firstField(reply)).toBe('a\\b')
       }
       await roundTrip(raw, queryFrame('reset standard_conforming_strings'))
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('describes and binds the unnamed statement in later batches as the SQL last parsed', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const sql = 'select label, id from sc where id = $1'
       for (let i = 0; i < 2; i++) expect(types(await roundTrip(raw, pgQuery(sql, ['1'])))).toBe('12TDCZ')
       // Describe of the unnamed statement, on its own.
@@ -293,14 +282,11 @@ describe('the unnamed-statement cache', () => {
       const withDescribe = await roundTrip(raw, Buffer.concat([parse(sql), describeFrame('S'), bind(['1']), execute(), SYNC]))
       expect(types(withDescribe)).toBe('1tT2DCZ')
       expect(firstField(withDescribe)).toBe('one')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('sends the Parse error every time and caches nothing for SQL that does not parse', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const before = await cachedNames()
       for (let i = 0; i < 3; i++) {
         const reply = await roundTrip(raw, pgQuery('selec label from sc where id = $1', ['1']))
@@ -308,14 +294,11 @@ describe('the unnamed-statement cache', () => {
         expect(sqlState(reply)).toBe('42601')
       }
       expect(await cachedNames()).toEqual(before)
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('caches a query that failed to parse once its table exists', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const sql = 'select n from sc_later where n = $1'
       expect(sqlState(await roundTrip(raw, pgQuery(sql, ['1'])))).toBe('42P01')
       await roundTrip(raw, queryFrame('create table sc_later (n int); insert into sc_later values (1)'))
@@ -324,23 +307,18 @@ describe('the unnamed-statement cache', () => {
         expect(types(reply)).toBe('12TDCZ')
         expect(firstField(reply)).toBe('1')
       }
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('reports a bad parameter after a cached Parse as Postgres does: ParseComplete, then the error', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const sql = 'select label from sc where id = $1'
       for (let i = 0; i < 2; i++) await roundTrip(raw, pgQuery(sql, ['1']))
       const reply = await roundTrip(raw, pgQuery(sql, ['not a number']))
       expect(types(reply)).toBe('1EZ')
       expect(sqlState(reply)).toBe('22P02')
       expect(firstField(await roundTrip(raw, pgQuery(sql, ['2'])))).toBe('two')
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('parses every time inside a transaction block, where a refused cached plan would abort it', async () => {
@@ -355,8 +333,7 @@ describe('the unnamed-statement cache', () => {
   })
 
   it('answers a query in a failed transaction with the error alone, as a fresh Parse is refused', async () => {
-    const raw = await rawClient()
-    try {
+    await withRawClient(async (raw) => {
       const sql = 'select label from sc where id = $1'
       for (let i = 0; i < 2; i++) await roundTrip(raw, pgQuery(sql, ['1']))
       await roundTrip(raw, queryFrame('begin'))
@@ -366,9 +343,7 @@ describe('the unnamed-statement cache', () => {
       expect(sqlState(reply)).toBe('25P02')
       expect(reply.at(-1)!.body.toString()).toBe('E')
       await roundTrip(raw, queryFrame('rollback'))
-    } finally {
-      raw.destroy()
-    }
+    })
   })
 
   it('gives two clients running the same SQL each their own statement', async () => {
