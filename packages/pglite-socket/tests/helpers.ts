@@ -1,12 +1,15 @@
 /** Shared helpers of the pglite-socket tests: servers, raw wire clients, child processes. */
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { connect, createServer, type Socket } from 'node:net'
+import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { PGliteServer, type PGliteServerOptions } from '../src/index.js'
+import { freePort, type NativeInstall } from '../../pglite/tests/fixtures/native-postgres.js'
+
+export { findNativePostgres, freePort, type NativeInstall } from '../../pglite/tests/fixtures/native-postgres.js'
 
 export const HOST = '127.0.0.1'
 
@@ -385,41 +388,6 @@ export function libpqEnv(): NodeJS.ProcessEnv {
 // ---------------------------------------------------------------------------
 // Native PostgreSQL
 
-export interface NativeInstall {
-  bin: string
-  /** Runs initdb and pg_ctl as this user when we are root (initdb refuses root). */
-  asUser: string | undefined
-}
-
-/** Debian's PostgreSQL server binaries, newest version first, or undefined when not installed. */
-export function findNativePostgres(): NativeInstall | undefined {
-  const root = '/usr/lib/postgresql'
-  if (!existsSync(root)) return undefined
-  const versions = readdirSync(root)
-    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')) && existsSync(join(root, v, 'bin', 'pg_ctl')))
-    .sort((a, b) => Number(b) - Number(a))
-  if (versions.length === 0) return undefined
-  const bin = join(root, versions[0]!, 'bin')
-  if (process.getuid?.() !== 0) return { bin, asUser: undefined }
-  try {
-    execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' })
-    execFileSync('runuser', ['--help'], { stdio: 'ignore' })
-  } catch {
-    return undefined
-  }
-  return { bin, asUser: 'postgres' }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, HOST, () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
-}
 
 export interface NativeServer {
   port: number

@@ -1,6 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,6 +8,7 @@ import { PGlite as UpstreamPGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EngineError, PGlite } from '../src/index.js'
 import { live } from '../src/live.js'
+import { findNativePostgres, freePort } from './fixtures/native-postgres.js'
 
 const run = promisify(execFile)
 const packageDir = fileURLToPath(new URL('..', import.meta.url))
@@ -284,45 +284,10 @@ const CHECKED: readonly [string, string][] = [
 const checksumSql = (table: string, order: string): string =>
   `select count(*) || ':' || md5(coalesce(string_agg(t::text, E'\\n' order by ${order}), '')) as sum from ${table} t`
 
-interface Native {
-  bin: string
-  psql: string
-  /** Runs initdb and pg_ctl as this user when we are root (initdb refuses root). */
-  asUser: string | undefined
-}
 
-function findNative(): Native | undefined {
-  const root = '/usr/lib/postgresql'
-  if (!existsSync(root)) return undefined
-  const versions = readdirSync(root)
-    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')) && existsSync(join(root, v, 'bin', 'pg_ctl')))
-    .sort((a, b) => Number(b) - Number(a))
-  if (versions.length === 0) return undefined
-  const bin = join(root, versions[0]!, 'bin')
-  const psql = existsSync(join(bin, 'psql')) ? join(bin, 'psql') : '/usr/bin/psql'
-  if (!existsSync(psql)) return undefined
-  if (process.getuid?.() !== 0) return { bin, psql, asUser: undefined }
-  try {
-    execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' })
-    execFileSync('runuser', ['--help'], { stdio: 'ignore' })
-  } catch {
-    return undefined
-  }
-  return { bin, psql, asUser: 'postgres' }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
-}
-
-const native = findNative()
+const found = findNativePostgres()
+/** Native PostgreSQL with its psql, or undefined. */
+const native = found?.psql ? { ...found, psql: found.psql } : undefined
 
 describe('dumpSql', () => {
   let db: PGlite
