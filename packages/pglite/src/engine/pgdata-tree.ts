@@ -60,9 +60,14 @@ const ZEROS = new Uint8Array(SPARSE_CHUNK)
 type BufferLike = { from(buf: ArrayBufferLike, offset: number, length: number): { equals(other: Uint8Array): boolean } }
 const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer
 
-function isZero(bytes: Uint8Array, start: number, end: number): boolean {
-  // memcmp in native code where there is one: a byte loop over a 16 MB file takes ~15 ms.
-  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset + start, end - start).equals(ZEROS.subarray(0, end - start))
+/** Whether {@link isZero} compares in native code (Node); elsewhere it is a JS byte loop. */
+export const nativeZeroCheck = NodeBuffer !== undefined
+
+/** Whether `bytes[start, end)` (at most 64 KiB) is all zero. */
+export function isZero(bytes: Uint8Array, start: number, end: number): boolean {
+  // memcmp in native code where there is one: ~10x faster than a JS loop.
+  const length = end - start
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset + start, length).equals(length === SPARSE_CHUNK ? ZEROS : ZEROS.subarray(0, length))
   for (let i = start; i < end; i++) if (bytes[i] !== 0) return false
   return true
 }
