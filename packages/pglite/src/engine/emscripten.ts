@@ -74,6 +74,8 @@ export interface EmscriptenFs {
 export interface MemFs {
   ops_table: { file: { stream: { write: StreamWrite } } } | null
   stream_ops: { write: StreamWrite }
+  /** Makes `node.contents` hold at least `capacity` bytes (looked up on MEMFS at each write). */
+  expandFileStorage(node: FsNode, capacity: number): void
 }
 
 interface ModuleBase {
