@@ -29,7 +29,22 @@ export const IDB_WRITE = 'idb:// insert + select by pk (durable default)'
 export const IDB_WRITE_RELAXED = 'idb:// insert + select by pk (relaxedDurability)'
 export const WORKER_DIRECT = 'in-memory insert + select by pk, main thread'
 export const WORKER_VIA = 'in-memory insert + select by pk, through a worker'
-export const BROWSER_CASES = [CREATE_MEMORY, CREATE_MEMORY_LATER, IDB_FIRST, IDB_REOPEN, IDB_WRITE, IDB_WRITE_RELAXED, WORKER_DIRECT, WORKER_VIA]
+export const WORKER_DIRECT_ISOLATED = 'in-memory insert + select by pk, main thread, cross-origin isolated page'
+export const WORKER_VIA_ISOLATED = 'in-memory insert + select by pk, through a worker, cross-origin isolated page'
+export const BROWSER_CASES = [
+  CREATE_MEMORY,
+  CREATE_MEMORY_LATER,
+  IDB_FIRST,
+  IDB_REOPEN,
+  IDB_WRITE,
+  IDB_WRITE_RELAXED,
+  WORKER_DIRECT,
+  WORKER_VIA,
+  WORKER_DIRECT_ISOLATED,
+  WORKER_VIA_ISOLATED,
+]
+/** What makes a page cross-origin isolated (and so gives it SharedArrayBuffer). */
+const ISOLATION_HEADERS = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' }
 
 const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
@@ -105,8 +120,8 @@ export async function run(s: SuiteRun): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname
     const html = (src: string) => `<!doctype html><meta charset="utf-8"><script type="module" src="${src}"></script>`
     let body: string | Buffer | undefined
-    if (path === '/ours.html') body = html('/ours.js')
-    else if (path === '/anchor.html') body = html('/anchor.js')
+    if (path === '/ours.html' || path === '/ours-isolated.html') body = html('/ours.js')
+    else if (path === '/anchor.html' || path === '/anchor-isolated.html') body = html('/anchor.js')
     else if (files[path]) body = readFileSync(files[path]!)
     else if (path.startsWith('/pglite/')) {
       const file = normalize(join(pgliteDist, path.slice('/pglite/'.length)))
@@ -116,7 +131,9 @@ export async function run(s: SuiteRun): Promise<void> {
       res.writeHead(404).end()
       return
     }
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' })
+    // Every file may be loaded by an isolated page (its workers need the embedder policy too); only the -isolated pages opt in.
+    const isolation = path.endsWith('.html') ? (path.endsWith('-isolated.html') ? ISOLATION_HEADERS : {}) : ISOLATION_HEADERS
+    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'cross-origin-resource-policy': 'same-origin', ...isolation })
     res.end(body)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -169,6 +186,13 @@ export async function run(s: SuiteRun): Promise<void> {
             push(WORKER_DIRECT, impl, w.direct)
             push(WORKER_VIA, impl, w.worker)
           }
+          if (s.wants(WORKER_DIRECT_ISOLATED) || s.wants(WORKER_VIA_ISOLATED)) {
+            const isolated = await openPage(context, { ...impl, page: impl.page.replace('.html', '-isolated.html') })
+            if (!(await isolated.evaluate(() => globalThis.crossOriginIsolated))) throw new Error('the -isolated page is not cross-origin isolated')
+            const w = await call(isolated, 'workerVsDirect', impl.worker, workerOps)
+            push(WORKER_DIRECT_ISOLATED, impl, w.direct)
+            push(WORKER_VIA_ISOLATED, impl, w.worker)
+          }
         } catch (err) {
           failed.set(impl.label, errorText(err))
         } finally {
@@ -191,10 +215,20 @@ export async function run(s: SuiteRun): Promise<void> {
     ratio('browser: first idb create, pgwasm / PGlite (target <= 0.25)', IDB_FIRST)
     ratio('browser: in-memory create in a new page, pgwasm / PGlite (target <= 0.25)', CREATE_MEMORY)
     s.ratio('browser: worker overhead, pgwasm through a worker / pgwasm main thread (target <= 2)', { case: WORKER_VIA, path: OURS }, { case: WORKER_DIRECT, path: OURS })
+    s.ratio(
+      'browser: worker overhead on a cross-origin isolated page (shared-memory lane), pgwasm through a worker / pgwasm main thread (target <= 2)',
+      { case: WORKER_VIA_ISOLATED, path: OURS },
+      { case: WORKER_DIRECT_ISOLATED, path: OURS },
+    )
+    s.ratio(
+      'browser: worker overhead on a cross-origin isolated page, PGlite through a worker / PGlite main thread',
+      { case: WORKER_VIA_ISOLATED, path: ANCHOR },
+      { case: WORKER_DIRECT_ISOLATED, path: ANCHOR },
+    )
     s.ratio('browser: worker overhead, PGlite through a worker / PGlite main thread', { case: WORKER_VIA, path: ANCHOR }, { case: WORKER_DIRECT, path: ANCHOR })
     s.notes.push(
       `Chromium: ${browser.version()}. Each round is a new browser context (cold HTTP cache, empty IndexedDB) per library; the libraries alternate.`,
-      "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating; each sample is one block of 20 insert + select ops divided by 20, since Chromium's timer has 0.1 ms resolution without cross-origin isolation (single-op samples read 0.2 vs 0.5 ms where blocks show ~0.16 vs ~0.5). A worker op costs two postMessage round trips, ~0.05-0.1 ms each in this Chromium even for an empty reply.",
+      "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating; each sample is one block of 20 insert + select ops divided by 20, since Chromium's timer has 0.1 ms resolution without cross-origin isolation (single-op samples read 0.2 vs 0.5 ms where blocks show ~0.16 vs ~0.5). A worker op costs two postMessage round trips, ~0.05-0.1 ms each in this Chromium even for an empty reply. The cross-origin isolated rows run the same in a page served with COOP/COEP headers, where pgwasm's PGliteWorker sends calls through shared memory (a round trip ~0.01 ms here).",
       'PGlite is served as its own dist/ ES modules (it does not bundle for the browser without extra setup); pgwasm as a plain esbuild bundle with the engine inside.',
     )
   } catch (err) {

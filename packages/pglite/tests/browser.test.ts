@@ -117,11 +117,20 @@ beforeAll(async () => {
   const workerScript = readFileSync(join(out, 'pg-worker.js'))
   server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1')
+    // `/isolated` is the page made cross-origin isolated; every file may load in it, so every file carries the embedder policy.
+    const isolation = url.pathname === '/isolated' ? { 'cross-origin-opener-policy': 'same-origin' } : {}
     const send = (status: number, type: string, body: string | Uint8Array) => {
-      res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) })
+      res.writeHead(status, {
+        'content-type': type,
+        'content-length': Buffer.byteLength(body),
+        'cross-origin-embedder-policy': 'require-corp',
+        'cross-origin-resource-policy': 'same-origin',
+        ...isolation,
+      })
       res.end(body)
     }
-    if (url.pathname === '/') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
+    if (url.pathname === '/favicon.ico') return send(204, 'image/x-icon', '')
+    if (url.pathname === '/' || url.pathname === '/isolated') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/app.js"></script>')
     if (url.pathname === '/app.js') return send(200, 'text/javascript', app)
     if (url.pathname === '/store.html') return send(200, 'text/html', '<!doctype html><meta charset="utf-8"><script type="module" src="/store.js"></script>')
     if (url.pathname === '/store.js') return send(200, 'text/javascript', readFileSync(join(out, 'store.js')))
@@ -301,6 +310,34 @@ describe('browser build in Chromium', () => {
     const second = await call(page, 'viaWorker', 'worker-db', ['three'])
     expect(second.rows).toEqual(['one', 'two', 'three'])
     expect(logged).toEqual([])
+    await page.close()
+  }, 180_000)
+
+  it('a worker on a cross-origin isolated page takes the shared-memory lane, keeps values and errors, and persists across a reload', async () => {
+    const page = await context.newPage()
+    await page.goto(`${origin}/isolated`)
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis, undefined, { timeout: 20_000 })
+    // From here on (the page's own load may log a missing favicon).
+    const logged: string[] = []
+    page.on('console', (msg) => logged.push(`${msg.type()}: ${msg.text()}`))
+    const first = await call(page, 'viaWorkerShared', 'shared-lane', 60)
+    expect(first).toMatchObject({ isolated: true, usesSharedMemory: true })
+    // Calls made one after another nearly all go through shared memory.
+    expect(first.stats.sharedCalls).toBeGreaterThan(40)
+    expect(first.error).toMatchObject({ name: 'DatabaseError', code: '23505', isDatabaseError: true })
+    expect(first.rows).toHaveLength(60)
+    expect(first.rows[41]).toEqual({ id: 42, v: 'välue 42', b: [42, 7], at: '2024-05-06T07:08:09.123Z' })
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    const second = await call(page, 'viaWorkerShared', 'shared-lane', 5)
+    expect(second.rows.map((r) => r.id)).toEqual(Array.from({ length: 65 }, (_, i) => i + 1))
+    // The same page without isolation has no shared memory: every call goes by message.
+    const plain = await openPage()
+    const fallback = await call(plain, 'viaWorkerShared', 'shared-lane-plain', 10)
+    expect(fallback).toMatchObject({ isolated: false, usesSharedMemory: false, stats: { sharedCalls: 0 } })
+    expect(fallback.rows).toHaveLength(10)
+    expect(logged).toEqual([])
+    await plain.close()
     await page.close()
   }, 180_000)
 

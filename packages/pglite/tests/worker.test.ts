@@ -5,7 +5,7 @@ import { MessageChannel, Worker } from 'node:worker_threads'
 import { bundleFixtures } from './fixtures/bundle.js'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest'
 import { ClosedError, DatabaseError, EngineError, PGlite, ProtocolError, type Results } from '../src/index.js'
-import { PGliteWorker, type PGliteWorkerOptions } from '../src/worker.js'
+import { PGliteWorker, worker, type PGliteWorkerOptions } from '../src/worker.js'
 import { webShaped } from './fixtures/worker-web-port.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -321,6 +321,48 @@ describe('PGliteWorker notifications', () => {
     await pg.exec(`notify w_in_tx, 'after commit'`)
     expect(await payload.promise).toBe('after commit')
     await pg.unlisten('w_in_tx')
+  })
+})
+
+describe('PGliteWorker shared-memory lane', () => {
+  it('carries calls through shared memory in a worker thread, in order, with values and errors intact', async () => {
+    await pg.query('select 1')
+    expect(pg.usesSharedMemory).toBe(true)
+    await pg.exec('create table w_lane (id int primary key, v text, b bytea, at timestamptz, n bigint, j jsonb)')
+    const before = pg._internalStats()
+    const at = new Date('2024-05-06T07:08:09.123Z')
+    for (let i = 1; i <= 200; i++) {
+      await pg.query('insert into w_lane values ($1, $2, $3, $4, $5, $6)', [i, `välue ${i}`, new Uint8Array([i & 255, 0, 7]), at, 2n ** 40n + BigInt(i), { i, tags: ['x'] }])
+    }
+    // One after another: the worker waits for the next call after each reply, so nearly all take the lane.
+    const after = pg._internalStats()
+    expect(after.sharedCalls - before.sharedCalls).toBeGreaterThan(150)
+    const viaWorker = await pg.query('select * from w_lane order by id')
+    expect(viaWorker.rows).toHaveLength(200)
+    expect(viaWorker.rows[41]).toEqual({ id: 42, v: 'välue 42', b: new Uint8Array([42, 0, 7]), at, n: 2 ** 40 + 42, j: { i: 42, tags: ['x'] } })
+    // Calls made together go by message, behind one another, in order.
+    const together = await Promise.all(Array.from({ length: 30 }, (_, i) => pg.query<{ n: number }>('select count(*)::int + $1 as n from w_lane', [i])))
+    expect(together.map((r) => r.rows[0]!.n)).toEqual(Array.from({ length: 30 }, (_, i) => 200 + i))
+    const error = await rejection(pg.query('insert into w_lane (id) values (1)'))
+    expect(error).toBeInstanceOf(DatabaseError)
+    expect(error).toMatchObject({ code: '23505', constraint: 'w_lane_pkey' })
+    // A result larger than the lane's memory comes by message.
+    const big = await pg.query<{ s: string }>(`select repeat('x', 3000000) as s`)
+    expect(big.rows[0]!.s.length).toBe(3_000_000)
+    expect(pg.usesSharedMemory).toBe(true)
+    expect((await pg.query<{ n: number }>('select count(*)::int as n from w_lane')).rows).toEqual([{ n: 200 }])
+  })
+
+  it('does not use shared memory over a port whose other end is on a main thread', async () => {
+    const { port1, port2 } = new MessageChannel()
+    const hostOnMain = worker({ port: port2, init: () => PGlite.create() })
+    const own = await PGliteWorker.create(port1)
+    await hostOnMain
+    expect((await own.query<{ n: number }>('select $1::int as n', [7])).rows).toEqual([{ n: 7 }])
+    expect(own.usesSharedMemory).toBe(false)
+    await own.close()
+    port1.close()
+    port2.close()
   })
 })
 

@@ -12,6 +12,7 @@ import { defaultParsers, defaultSerializers } from '../types/index.js'
 import { PendingCalls } from './calls.js'
 import { toInitOptions, toWireQueryOptions, type PGliteWorkerOptions } from './options.js'
 import { openChannel, type Channel, type Death, type WorkerLike } from './port.js'
+import { PageLane, withPageLane } from './shared-lane.js'
 import { ownsBuffer } from './transfer.js'
 import { NO_TRANSACTION, type OpValues, type Reply, type Request } from './protocol.js'
 
@@ -59,7 +60,7 @@ export class PGliteWorker implements AsyncDisposable {
     const initOptions = toInitOptions(options)
     this.debug = options.debug ?? 0
     this.#terminateOnClose = options.terminateOnClose ?? false
-    this.#channel = openChannel(worker)
+    this.#channel = withPageLane(openChannel(worker))
     this.#calls = new PendingCalls(this.#channel)
     this.#detach = this.#channel.attach(this.#onMessage, this.#onDeath)
     const init: Request = { op: 'init', id: this.#calls.nextId(), options: initOptions }
@@ -97,6 +98,23 @@ export class PGliteWorker implements AsyncDisposable {
   /** True after `close()` finished, the start failed, or the worker died. */
   get closed(): boolean {
     return this.#closed
+  }
+
+  /**
+   * Whether calls go through shared memory rather than `postMessage` (in
+   * Chromium here a round trip of ~40 µs instead of 90-170): on a cross-origin isolated page (served
+   * with `Cross-Origin-Opener-Policy: same-origin` and
+   * `Cross-Origin-Embedder-Policy: require-corp`) and in Node, once the
+   * worker accepted. Large or unusual values still go by message.
+   */
+  get usesSharedMemory(): boolean {
+    return this.#channel instanceof PageLane && this.#channel.ready
+  }
+
+  /** @internal Calls sent through shared memory and by message so far. */
+  _internalStats(): { sharedCalls: number; messageCalls: number } {
+    const counts = this.#channel instanceof PageLane ? this.#channel.counts : undefined
+    return { sharedCalls: counts?.shared ?? 0, messageCalls: counts?.message ?? 0 }
   }
 
   /** Always true: a dedicated worker serves one page, with no leader election (kept for `@electric-sql/pglite` code). */

@@ -9,6 +9,7 @@ import { encodeError } from './error-codec.js'
 import { OpenTransaction } from './open-transaction.js'
 import { fromWireQueryOptions, type PGliteWorkerInitOptions } from './options.js'
 import { openChannel, type Channel, type WebWorkerLike, type WorkerLike } from './port.js'
+import { withWorkerLane } from './shared-lane.js'
 import { byteaBuffers, ownsBuffer } from './transfer.js'
 import { NO_TRANSACTION, type OpValues, type Reply, type Request, type WireDescription } from './protocol.js'
 
@@ -46,7 +47,15 @@ const FORWARDED = (): void => {}
  */
 export async function worker(options: WorkerOptions): Promise<void> {
   const port = options.port ?? (await currentWorkerPort())
-  await new WorkerHost(openChannel(port), options.init).started
+  await new WorkerHost(withWorkerLane(openChannel(port), await mayBlock()), options.init).started
+}
+
+/** Whether this thread may wait in `Atomics.wait`: a worker's may, a page's main thread may not (nor should Node's). */
+async function mayBlock(): Promise<boolean> {
+  if (typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope === 'function') return true
+  if (!globalThis.process?.versions?.node) return false
+  const { isMainThread } = await import('node:worker_threads')
+  return !isMainThread
 }
 
 async function currentWorkerPort(): Promise<WorkerLike> {

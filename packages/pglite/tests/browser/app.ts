@@ -162,6 +162,32 @@ const api = {
     return { rows: rows.map((r) => r.v), error }
   },
 
+  /** A worker on idb:// called one statement at a time, reporting which channel the calls took. */
+  async viaWorkerShared(name: string, count: number) {
+    const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `idb://${name}` })
+    await pg.exec('create table if not exists s (id int primary key, v text not null, b bytea, at timestamptz)')
+    const start = (await pg.query<{ n: number }>('select count(*)::int as n from s')).rows[0]!.n
+    const at = new Date('2024-05-06T07:08:09.123Z')
+    for (let i = start + 1; i <= start + count; i++) await pg.query('insert into s values ($1, $2, $3, $4)', [i, `välue ${i}`, new Uint8Array([i & 255, 7]), at])
+    let error: ErrorInfo | undefined
+    try {
+      await pg.query('insert into s (id, v) values (1, $1)', ['again'])
+    } catch (err) {
+      error = describe(err)
+    }
+    const { rows } = await pg.query<{ id: number; v: string; b: Uint8Array; at: Date }>('select * from s order by id')
+    const stats = pg._internalStats()
+    const usesSharedMemory = pg.usesSharedMemory
+    await pg.close()
+    return {
+      isolated: globalThis.crossOriginIsolated,
+      usesSharedMemory,
+      stats,
+      error,
+      rows: rows.map((r) => ({ id: r.id, v: r.v, b: Array.from(r.b), at: r.at.toISOString() })),
+    }
+  },
+
   async withAssetBase(base: string) {
     try {
       const db = await PGlite.create({ assetBaseUrl: base })
