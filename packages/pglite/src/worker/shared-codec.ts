@@ -28,44 +28,47 @@ const MAX_DEPTH = 64
 const utf8 = new TextEncoder()
 const utf8Decoder = new TextDecoder()
 
-/** Writes into `bytes` (a view of shared memory); `encode` returns the length written. */
-export class SharedWriter {
-  readonly #bytes: Uint8Array
-  readonly #view: DataView
-  #at = 0
+/** A position in a byte array and a `DataView` over it: what the writer and the reader both walk. */
+abstract class ByteCursor {
+  protected readonly bytes: Uint8Array
+  protected readonly view: DataView
+  protected at = 0
 
   constructor(bytes: Uint8Array) {
-    this.#bytes = bytes
-    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    this.bytes = bytes
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   }
+}
 
+/** Writes into `bytes` (a view of shared memory); `encode` returns the length written. */
+export class SharedWriter extends ByteCursor {
   /** @throws {Unencodable} for a value outside the covered types, a cycle, or a message past the capacity. */
   encode(value: unknown): number {
-    this.#at = 0
+    this.at = 0
     this.#value(value, 0)
-    return this.#at
+    return this.at
   }
 
   #room(n: number): void {
-    if (this.#at + n > this.#bytes.byteLength) throw new Unencodable('the message does not fit in shared memory')
+    if (this.at + n > this.bytes.byteLength) throw new Unencodable('the message does not fit in shared memory')
   }
 
   #tag(tag: number): void {
     this.#room(1)
-    this.#bytes[this.#at++] = tag
+    this.bytes[this.at++] = tag
   }
 
   #u32(n: number): void {
     this.#room(4)
-    this.#view.setUint32(this.#at, n, true)
-    this.#at += 4
+    this.view.setUint32(this.at, n, true)
+    this.at += 4
   }
 
   #string(s: string): void {
     const length = s.length
     this.#room(4 + length)
-    const bytes = this.#bytes
-    const start = this.#at + 4
+    const bytes = this.bytes
+    const start = this.at + 4
     let i = 0
     // Most text here is ASCII: written byte by byte, no encoder call.
     for (; i < length; i++) {
@@ -81,8 +84,8 @@ export class SharedWriter {
       bytes.set(rest, start + i)
       written += rest.byteLength
     }
-    this.#view.setUint32(this.#at, written, true)
-    this.#at = start + written
+    this.view.setUint32(this.at, written, true)
+    this.at = start + written
   }
 
   #value(v: unknown, depth: number): void {
@@ -96,13 +99,13 @@ export class SharedWriter {
         if ((v | 0) === v && !Object.is(v, -0)) {
           this.#tag(T_INT)
           this.#room(4)
-          this.#view.setInt32(this.#at, v, true)
-          this.#at += 4
+          this.view.setInt32(this.at, v, true)
+          this.at += 4
         } else {
           this.#tag(T_FLOAT)
           this.#room(8)
-          this.#view.setFloat64(this.#at, v, true)
-          this.#at += 8
+          this.view.setFloat64(this.at, v, true)
+          this.at += 8
         }
         return
       case 'boolean':
@@ -134,15 +137,15 @@ export class SharedWriter {
       this.#tag(T_BYTES)
       this.#u32(v.byteLength)
       this.#room(v.byteLength)
-      this.#bytes.set(v, this.#at)
-      this.#at += v.byteLength
+      this.bytes.set(v, this.at)
+      this.at += v.byteLength
       return
     }
     if (v instanceof Date) {
       this.#tag(T_DATE)
       this.#room(8)
-      this.#view.setFloat64(this.#at, v.getTime(), true)
-      this.#at += 8
+      this.view.setFloat64(this.at, v.getTime(), true)
+      this.at += 8
       return
     }
     const proto = Object.getPrototypeOf(v) as unknown
@@ -165,34 +168,25 @@ export function decodeShared(bytes: Uint8Array): unknown {
 /** ASCII strings up to this length are built from their bytes: cheaper than a `TextDecoder` call. */
 const SHORT_STRING = 64
 
-class SharedReader {
-  readonly #bytes: Uint8Array
-  readonly #view: DataView
-  #at = 0
-
-  constructor(bytes: Uint8Array) {
-    this.#bytes = bytes
-    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  }
-
+class SharedReader extends ByteCursor {
   #u32(): number {
-    const n = this.#view.getUint32(this.#at, true)
-    this.#at += 4
+    const n = this.view.getUint32(this.at, true)
+    this.at += 4
     return n
   }
 
   #f64(): number {
-    const n = this.#view.getFloat64(this.#at, true)
-    this.#at += 8
+    const n = this.view.getFloat64(this.at, true)
+    this.at += 8
     return n
   }
 
   #string(): string {
     const length = this.#u32()
-    const bytes = this.#bytes
-    const start = this.#at
+    const bytes = this.bytes
+    const start = this.at
     const end = start + length
-    this.#at = end
+    this.at = end
     if (length <= SHORT_STRING) {
       let ascii = 0
       for (let i = start; i < end; i++) ascii |= bytes[i]!
@@ -202,7 +196,7 @@ class SharedReader {
   }
 
   value(): unknown {
-    const tag = this.#bytes[this.#at++]
+    const tag = this.bytes[this.at++]
     switch (tag) {
       case T_UNDEFINED:
         return undefined
@@ -213,8 +207,8 @@ class SharedReader {
       case T_TRUE:
         return true
       case T_INT: {
-        const n = this.#view.getInt32(this.#at, true)
-        this.#at += 4
+        const n = this.view.getInt32(this.at, true)
+        this.at += 4
         return n
       }
       case T_FLOAT:
@@ -227,8 +221,8 @@ class SharedReader {
         return new Date(this.#f64())
       case T_BYTES: {
         const length = this.#u32()
-        this.#at += length
-        return this.#bytes.slice(this.#at - length, this.#at)
+        this.at += length
+        return this.bytes.slice(this.at - length, this.at)
       }
       case T_ARRAY: {
         const length = this.#u32()
@@ -248,7 +242,7 @@ class SharedReader {
         return out
       }
       default:
-        throw new Error(`corrupt shared message (tag ${String(tag)} at ${this.#at - 1})`)
+        throw new Error(`corrupt shared message (tag ${String(tag)} at ${this.at - 1})`)
     }
   }
 }

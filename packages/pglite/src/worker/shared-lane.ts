@@ -215,7 +215,10 @@ export class PageLane implements Channel {
     for (;;) {
       if (this.#closed) return
       const current = Atomics.load(control, REPLY_SEQ)
-      if (current === seq) break
+      const ahead = (current - seq) | 0
+      if (ahead === 0) break
+      // Past it: its reply came by message, was delivered, and a later call already went out.
+      if (ahead > 0) return
       const wait = waitAsync!(control, REPLY_SEQ, current)
       if (wait.async) await wait.value
     }
