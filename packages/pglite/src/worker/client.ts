@@ -102,10 +102,11 @@ export class PGliteWorker implements AsyncDisposable {
 
   /**
    * Whether calls go through shared memory rather than `postMessage` (in
-   * Chromium here a round trip of ~40 µs instead of 90-170): on a cross-origin isolated page (served
-   * with `Cross-Origin-Opener-Policy: same-origin` and
-   * `Cross-Origin-Embedder-Policy: require-corp`) and in Node, once the
-   * worker accepted. Large or unusual values still go by message.
+   * Chromium here a round trip of ~40 µs instead of 90-170): on a
+   * cross-origin isolated page (served with `Cross-Origin-Opener-Policy:
+   * same-origin` and `Cross-Origin-Embedder-Policy: require-corp`) and in
+   * Node, once the worker accepted. Large or unusual values still go by
+   * message.
    */
   get usesSharedMemory(): boolean {
     return this.#channel instanceof PageLane && this.#channel.ready

@@ -253,6 +253,8 @@ class WorkerLane implements Channel {
   #postedWhileServing = false
   /** When the event loop last handed us a message: lingering stops BURST_MS later. */
   #burstStart = 0
+  /** Set when `Atomics.wait` threw (a scope that may not block): calls then go by message. */
+  #cannotBlock = false
   /** Ids of `init` requests: their replies are not counted (see UNCOUNTED_OP). */
   readonly #initIds = new Set<number>()
 
@@ -297,7 +299,7 @@ class WorkerLane implements Channel {
   }
 
   #announceLinger(control: Int32Array): void {
-    if (this.#detached || performance.now() - this.#burstStart >= BURST_MS) {
+    if (this.#detached || this.#cannotBlock || performance.now() - this.#burstStart >= BURST_MS) {
       Atomics.store(control, STATE, IDLE)
       return
     }
@@ -351,11 +353,25 @@ class WorkerLane implements Channel {
     const deadline = Math.min(performance.now() + LINGER_MS, this.#burstStart + BURST_MS)
     for (;;) {
       const left = deadline - performance.now()
-      if (left > 0) Atomics.wait(control, STATE, LINGERING, left)
+      if (left > 0 && !this.#wait(control, left)) {
+        this.#stopLingering()
+        return
+      }
       if (Atomics.load(control, STATE) !== LINGERING || left <= 0) {
         this.#stopLingering()
         return
       }
+    }
+  }
+
+  /** `Atomics.wait`; false (and no lingering from then on) where this thread may not block after all. */
+  #wait(control: Int32Array, ms: number): boolean {
+    try {
+      Atomics.wait(control, STATE, LINGERING, ms)
+      return true
+    } catch {
+      this.#cannotBlock = true
+      return false
     }
   }
 
