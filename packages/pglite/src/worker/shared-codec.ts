@@ -64,6 +64,12 @@ export class SharedWriter extends ByteCursor {
     this.at += 4
   }
 
+  #f64(n: number): void {
+    this.#room(8)
+    this.view.setFloat64(this.at, n, true)
+    this.at += 8
+  }
+
   #string(s: string): void {
     const length = s.length
     this.#room(4 + length)
@@ -103,9 +109,7 @@ export class SharedWriter extends ByteCursor {
           this.at += 4
         } else {
           this.#tag(T_FLOAT)
-          this.#room(8)
-          this.view.setFloat64(this.at, v, true)
-          this.at += 8
+          this.#f64(v)
         }
         return
       case 'boolean':
@@ -143,9 +147,7 @@ export class SharedWriter extends ByteCursor {
     }
     if (v instanceof Date) {
       this.#tag(T_DATE)
-      this.#room(8)
-      this.view.setFloat64(this.at, v.getTime(), true)
-      this.at += 8
+      this.#f64(v.getTime())
       return
     }
     const proto = Object.getPrototypeOf(v) as unknown

@@ -134,12 +134,13 @@ export class PageLane implements Channel {
   }
 
   post(message: unknown, transfer?: ArrayBuffer[]): void {
-    if (isRequest(message) && message.op === UNCOUNTED_OP) this.#outstandingInit = message.id
-    const request = isRequest(message) && message.op !== UNCOUNTED_OP
+    const asked = isRequest(message) ? message : undefined
+    if (asked?.op === UNCOUNTED_OP) this.#outstandingInit = asked.id
+    const request = asked !== undefined && asked.op !== UNCOUNTED_OP
     if (request) {
       this.#inFlight++
       Atomics.add(this.#control, SENT, 1)
-      if (this.#ready && this.#inFlight === 1 && !MESSAGE_ONLY_OPS.has(message.op) && this.#sendShared(message)) {
+      if (this.#ready && this.#inFlight === 1 && !MESSAGE_ONLY_OPS.has(asked.op) && this.#sendShared(message)) {
         this.counts.shared++
         return
       }
@@ -266,16 +267,14 @@ class WorkerLane implements Channel {
     const control = this.#control
     const id = replyId(message)
     const serving = this.#serving
-    if (!control || id === undefined || this.#initIds.has(id)) {
+    if (!control || !serving || id !== serving.id) {
       if (serving) this.#postedWhileServing = true
       this.#inner.post(message, transfer)
-      return
-    }
-    if (!serving || id !== serving.id) {
-      if (serving) this.#postedWhileServing = true
-      this.#inner.post(message, transfer)
-      Atomics.add(control, REPLIED, 1)
-      if (!serving) this.#announceLinger(control)
+      // A reply by message to a counted call: the page may have nothing left in flight.
+      if (control && id !== undefined && !this.#initIds.has(id)) {
+        Atomics.add(control, REPLIED, 1)
+        if (!serving) this.#announceLinger(control)
+      }
       return
     }
     let length = BY_MESSAGE
@@ -351,17 +350,12 @@ class WorkerLane implements Channel {
       return
     }
     const deadline = Math.min(performance.now() + LINGER_MS, this.#burstStart + BURST_MS)
+    // Until claimed or kicked (the state moves), the deadline, or a scope that may not block.
     for (;;) {
       const left = deadline - performance.now()
-      if (left > 0 && !this.#wait(control, left)) {
-        this.#stopLingering()
-        return
-      }
-      if (Atomics.load(control, STATE) !== LINGERING || left <= 0) {
-        this.#stopLingering()
-        return
-      }
+      if (left <= 0 || !this.#wait(control, left) || Atomics.load(control, STATE) !== LINGERING) break
     }
+    this.#stopLingering()
   }
 
   /** `Atomics.wait`; false (and no lingering from then on) where this thread may not block after all. */
@@ -390,6 +384,6 @@ class WorkerLane implements Channel {
     const request = decodeShared(this.#data!.slice(0, Atomics.load(control, REQUEST_LENGTH)))
     this.#serving = { id: (request as { id: number }).id, seq }
     this.#postedWhileServing = false
-    if (!this.#detached) this.#deliver?.(request)
+    this.#deliver?.(request)
   }
 }
