@@ -1,15 +1,25 @@
 import { defineConfig } from 'vitest/config'
 
+const fixtures = new URL('./packages/pglite/tests/fixtures/', import.meta.url).pathname
+/** Under CI=true: fails the run when native PostgreSQL, psql, pgbench or Chromium is missing. */
+const ciTools = `${fixtures}ci-tools-setup.ts`
+/** Fails the run when a workspace package the tests import by name was not rebuilt after a change. */
+const freshDist = `${fixtures}fresh-dist-setup.ts`
+
 export default defineConfig({
   test: {
     // Engine tests are CPU-heavy; two workers match the 2-core machines.
     maxWorkers: 2,
+    // The second prints how many tests that need outside tools ran; the third
+    // prints failures as they happen and records the running tests (scripts/test.mjs).
+    reporters: ['default', `${fixtures}tool-groups-reporter.ts`, `${fixtures}running-tests-reporter.ts`],
     projects: [
       {
         test: {
           name: 'pglite',
           root: 'packages/pglite',
           include: ['tests/**/*.test.ts'],
+          globalSetup: [ciTools],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -19,6 +29,7 @@ export default defineConfig({
           name: 'pglite-socket',
           root: 'packages/pglite-socket',
           include: ['tests/**/*.test.ts'],
+          globalSetup: [ciTools, freshDist],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -29,7 +40,7 @@ export default defineConfig({
           root: 'packages/pglite-prisma',
           include: ['tests/**/*.test.ts'],
           // Generates the test schema's Prisma Client (offline) before any file runs.
-          globalSetup: ['tests/global-setup.ts'],
+          globalSetup: ['tests/global-setup.ts', freshDist],
           testTimeout: 120_000,
           hookTimeout: 180_000,
         },
@@ -39,6 +50,7 @@ export default defineConfig({
           name: 'benchmark',
           root: 'benchmark',
           include: ['tests/**/*.test.ts'],
+          globalSetup: [freshDist],
           // One CLI run of every suite at a tiny scale, in beforeAll.
           testTimeout: 600_000,
           hookTimeout: 600_000,

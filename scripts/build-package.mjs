@@ -3,7 +3,7 @@
 // The package.json field "build" lists { "entries": [...], "cjs": [...], "bin": [...] } (names under src/).
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs'
+import { readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -56,10 +56,28 @@ if (browser) {
   await buildBrowser({ root, dist, entries: browser.entries })
 }
 
+// esbuild writes a map for every output, even one that only re-exports a
+// chunk (an entry such as `contrib/amcheck`): such a map maps nothing. Drop
+// it and the comment naming it, so the package ships neither a useless map
+// nor a comment pointing at a missing one.
+for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })) {
+  if (!entry.isFile() || !entry.name.endsWith('.map')) continue
+  const map = join(entry.parentPath, entry.name)
+  const { sources = [] } = JSON.parse(readFileSync(map, 'utf8'))
+  if (sources.length > 0) continue
+  rmSync(map)
+  const code = join(entry.parentPath, entry.name.slice(0, -'.map'.length))
+  const comment = `//# sourceMappingURL=${entry.name}\n`
+  const text = readFileSync(code, 'utf8')
+  if (text.endsWith(comment)) writeFileSync(code, text.slice(0, -comment.length))
+}
+
 const require = createRequire(import.meta.url)
 execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-b', join(root, 'tsconfig.json')], { stdio: 'inherit' })
 // Entry declarations beside the bundles; .d.cts is the twin require() users resolve.
+// A nested entry (`contrib/amcheck`) points back up to dist/types/.
 for (const name of entries.filter((n) => !bin.includes(n))) {
-  writeFileSync(join(dist, `${name}.d.ts`), `export * from './types/${name}.js'\n`)
-  if (cjs.includes(name)) writeFileSync(join(dist, `${name}.d.cts`), `export * from './types/${name}.js'\n`)
+  const types = `${'../'.repeat(name.split('/').length - 1) || './'}types/${name}.js`
+  writeFileSync(join(dist, `${name}.d.ts`), `export * from '${types}'\n`)
+  if (cjs.includes(name)) writeFileSync(join(dist, `${name}.d.cts`), `export * from '${types}'\n`)
 }

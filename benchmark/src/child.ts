@@ -33,9 +33,9 @@ export interface ChildOutcome {
 }
 
 /** Runs `node file ...args` from the benchmark directory, so it resolves the benchmark's dependencies. */
-export function runNode(file: string, args: string[], timeoutMs: number): Promise<ChildOutcome> {
+export function runNode(file: string, args: string[], timeoutMs: number, env?: Record<string, string>): Promise<ChildOutcome> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [file, ...args], { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [file, ...args], { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env: { ...process.env, ...env } } : {}) })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { connectNative, redact } from './anchors.js'
 import { gitSha, machine, versions } from './env.js'
-import { errorText } from './harness.js'
+import { errorText, killGroup } from './harness.js'
 import { startNative, type NativeServer } from './native.js'
 import { BENCH_DIR } from './paths.js'
 import { computeRatios, renderText } from './table.js'
@@ -13,7 +13,8 @@ import { SUITES, type BenchResult, type SuiteConfig, type SuiteName, type SuiteR
 
 const USAGE = `usage: pnpm bench [--suite ${SUITES.join('|')}[,...]] [--filter <case>] [--scale <x>]
                   [--iterations <n>] [--warmup <n>] [--native <postgres://...|auto>] [--json <file>]
-env: BENCH_SCALE, BENCH_ITERATIONS, BENCH_WARMUP, BENCH_NATIVE (see benchmark/README.md)`
+                  [--suite-timeout <minutes>]
+env: BENCH_SCALE, BENCH_ITERATIONS, BENCH_WARMUP, BENCH_NATIVE, BENCH_SUITE_TIMEOUT (see benchmark/README.md)`
 
 function numberOpt(value: string | undefined, name: string): number | null {
   if (value === undefined || value === '') return null
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     warmup: { type: 'string' },
     native: { type: 'string' },
     json: { type: 'string' },
+    'suite-timeout': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 })
@@ -61,14 +63,21 @@ const warmupRaw = values.warmup ?? process.env.BENCH_WARMUP
 // Zero warm-up is a legitimate choice, unlike zero iterations.
 const warmup = warmupRaw === '0' ? 0 : numberOpt(warmupRaw, '--warmup')
 const nativeOpt = values.native ?? process.env.BENCH_NATIVE ?? null
+// A suite that stops making progress (a server that never answers) must not
+// hold the whole run: past this limit it is ended and reported as failed.
+const suiteTimeoutMs = (numberOpt(values['suite-timeout'] ?? process.env.BENCH_SUITE_TIMEOUT, '--suite-timeout') ?? 30) * 60_000
 
 let server: NativeServer | undefined
 const cleanups: (() => Promise<void>)[] = []
 async function cleanup(): Promise<void> {
   for (const c of cleanups.splice(0)) await c().catch(() => {})
 }
+/** Process group of the suite running now: its servers and browsers end with it. */
+let suiteGroup: number | undefined
+const endSuiteGroup = (): void => killGroup(suiteGroup)
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
+    endSuiteGroup()
     void cleanup().finally(() => process.exit(130))
   })
 }
@@ -111,16 +120,31 @@ function runSuite(suite: SuiteName): Promise<SuiteResult> {
     const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'src/run-suite.ts'), suite, file], {
       cwd: BENCH_DIR,
       stdio: ['ignore', 2, 2],
+      detached: true,
       env: { ...process.env, BENCH_SUITE_CONFIG: JSON.stringify(config) },
     })
+    suiteGroup = child.pid
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      process.stderr.write(`[bench] suite ${suite} ran past its limit of ${suiteTimeoutMs / 60_000} minutes: ending it\n`)
+      endSuiteGroup()
+    }, suiteTimeoutMs)
     child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      // What the suite started (servers, a browser) ends with it.
+      endSuiteGroup()
+      suiteGroup = undefined
       try {
+        if (timedOut) throw new Error('timed out')
         done(JSON.parse(readFileSync(file, 'utf8')) as SuiteResult)
       } catch {
         done({
           suite,
           status: 'failed',
-          reason: `suite process ended (${signal ?? `exit ${code}`}) without a result`,
+          reason: timedOut
+            ? `ran past its limit of ${suiteTimeoutMs / 60_000} minutes (--suite-timeout) and was ended`
+            : `suite process ended (${signal ?? `exit ${code}`}) without a result`,
           durationMs: performance.now() - started,
           settings: {},
           notes: [],

@@ -135,7 +135,29 @@ export async function timeInterleaved(paths: readonly TimedPath[], o: Interleave
   return out
 }
 
+/**
+ * The promise, or a rejection naming `what` once `ms` pass: a server that
+ * stops answering fails its rows instead of holding the suite.
+ */
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`${what}: no answer within ${ms / 1000} s`)), ms)
+  })
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
+}
+
 export function errorText(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err)
   return msg.split('\n')[0]!.slice(0, 200)
+}
+
+/** Kills a process started with `detached: true` and everything in its group (servers, browsers it started). */
+export function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return
+  try {
+    process.kill(-pid, 'SIGKILL')
+  } catch {
+    // already gone
+  }
 }

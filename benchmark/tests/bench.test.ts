@@ -1,19 +1,20 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { killGroup } from '../src/harness.js'
 import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
-import { BROWSER_CASES, BROWSER_PATHS } from '../src/suites/browser.js'
+import { BROWSER_CASES, BROWSER_PATHS, TAB_FAILOVER } from '../src/suites/browser.js'
 import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
 import { OURS, OURS_BRIDGE_NODE, PRISMA_CASES, PRISMA_PATHS } from '../src/suites/prisma.js'
 import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
 import { caseNames, SOCKET_PATHS } from '../src/suites/socket.js'
 import { TARGETS } from '../src/suites/speedtest-child.js'
 import { TOTAL } from '../src/suites/speedtest.js'
-import { CLONE, FIRST, LATER, MANY, OPEN, RSS } from '../src/suites/startup.js'
+import { CLONE, COLD, COLD_RSS, FIRST, LATER, MANY, OPEN, RSS, SCHEMA_DB, TESTDB } from '../src/suites/startup.js'
 import type { BenchResult, Row, SuiteName } from '../src/types.js'
 
 /**
@@ -29,7 +30,7 @@ let result: BenchResult
 let run: { status: number | null; stdout: string; stderr: string }
 
 const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
-  startup: { cases: [FIRST, RSS, LATER, OPEN, CLONE, MANY], paths: ['pgwasm', 'PGlite'] },
+  startup: { cases: [FIRST, RSS, COLD, COLD_RSS, SCHEMA_DB, TESTDB, LATER, OPEN, CLONE, MANY], paths: ['pgwasm', 'PGlite'] },
   rtt: { cases: RTT_CASES, paths: RTT_PATHS },
   speedtest: { cases: [...WORKLOAD_NAMES, TOTAL], paths: TARGETS.map((t) => t.path) },
   socket: { cases: caseNames().map((c) => c.name), paths: SOCKET_PATHS },
@@ -45,7 +46,33 @@ function nativeAvailable(): boolean {
   return onPath || debian
 }
 
-beforeAll(() => {
+/**
+ * Runs the CLI in its own process group and ends the whole group past
+ * `limitMs`: a suite's child that inherited the CLI's stderr would otherwise
+ * keep a synchronous spawn waiting for ever after the CLI itself was ended.
+ */
+function runCli(args: string[], limitMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, args, { cwd: BENCH_DIR, detached: true, env: { ...process.env, INIT_CWD: BENCH_DIR } })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    const endGroup = () => killGroup(child.pid)
+    const timer = setTimeout(() => {
+      stderr += `\n[bench test] the CLI ran past ${limitMs / 1000} s: ended it and all it started`
+      endGroup()
+    }, limitMs)
+    child.on('exit', (status) => {
+      clearTimeout(timer)
+      endGroup()
+      // Output still buffered in the pipes arrives before 'close'; do not wait on holders of them.
+      setTimeout(() => done({ status, stdout, stderr }), 200)
+    })
+  })
+}
+
+beforeAll(async () => {
   for (const pkg of ['pglite', 'pglite-socket']) {
     const dir = join(ROOT, 'packages', pkg)
     if (existsSync(join(dir, 'package.json')) && !existsSync(join(dir, 'dist', 'index.js'))) {
@@ -53,10 +80,10 @@ beforeAll(() => {
       if (build.status !== 0) throw new Error(`building packages/${pkg} failed`)
     }
   }
-  const args = ['--import', 'tsx', 'src/cli.ts', '--suite', 'all', '--scale', '0.01', '--iterations', '1', '--warmup', '0', '--json', jsonFile]
+  // Each suite takes well under a minute at this scale; the limit only stops a hang.
+  const args = ['--import', 'tsx', 'src/cli.ts', '--suite', 'all', '--scale', '0.01', '--iterations', '1', '--warmup', '0', '--suite-timeout', '4', '--json', jsonFile]
   if (nativeAvailable()) args.push('--native', 'auto')
-  const child = spawnSync(process.execPath, args, { cwd: BENCH_DIR, encoding: 'utf8', timeout: 480_000, env: { ...process.env, INIT_CWD: BENCH_DIR } })
-  run = { status: child.status, stdout: child.stdout, stderr: child.stderr }
+  run = await runCli(args, 480_000)
   if (existsSync(jsonFile)) result = JSON.parse(readFileSync(jsonFile, 'utf8')) as BenchResult
 }, 540_000)
 
@@ -102,9 +129,13 @@ describe('pnpm bench at a tiny scale', () => {
   }
 
   it('measures our engine and PGlite everywhere they exist', () => {
+    // PGlite has no TestDatabase: that row of it is skipped with the reason. Its
+    // failover row is skipped with the reason when its other tab gets no
+    // answer after the leading tab closed (there is then no failover to time).
+    const ourOwn = new Set([TESTDB, TAB_FAILOVER])
     const mustRun = (suite: SuiteName, pathPrefix: string) =>
       rowsOf(suite)
-        .filter((r) => r.path.startsWith(pathPrefix))
+        .filter((r) => r.path.startsWith(pathPrefix) && !(pathPrefix === 'PGlite' && ourOwn.has(r.case)))
         .forEach((r) => expect(r.status, `${suite}: ${r.case} | ${r.path}: ${r.reason}`).toBe('ok'))
     // browser needs Debian's chromium, which .ci/run installs; without it the rows say so (skipped).
     for (const suite of ['startup', 'rtt', 'speedtest', 'live', ...(existsSync('/usr/bin/chromium') ? (['browser'] as const) : [])] as const) {

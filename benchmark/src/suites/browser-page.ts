@@ -10,11 +10,25 @@ type Ctor = { create(dataDir?: string, options?: Record<string, unknown>): Promi
 const Lib = PGlite as unknown as Ctor
 
 const open = new Map<string, Db>()
+/** This tab's PGliteWorker for the tab rows, and its failover probe. */
+const tab: { pg?: Db; probing: boolean; longestGap: number; markAt: number; sinceMark: number } = { probing: false, longestGap: 0, markAt: Infinity, sinceMark: 0 }
 /** Unmeasured blocks per side before the worker rows are timed. */
 const WARM_BLOCKS = 100
 const WARM_MS = 4000
 /** Ops per timed block of the worker rows. */
 const BLOCK_OPS = 20
+
+/** Per-op ms of `n` inserts, each followed by a select by pk of the row (ids from `from`). */
+async function insertSelectOps(db: Db, from: number, n: number): Promise<number[]> {
+  const out: number[] = []
+  for (let i = from; i < from + n; i++) {
+    const t0 = performance.now()
+    await db.query('insert into kv values ($1, $2)', [i, `value ${i}`])
+    await db.query('select v from kv where id = $1', [i])
+    out.push(performance.now() - t0)
+  }
+  return out
+}
 
 const api = {
   /** ms for one in-memory create(). */
@@ -36,17 +50,7 @@ const api = {
     return ms
   },
   /** Per-op ms of insert + select by pk, each insert a committed write. */
-  async insertSelect(name: string, from: number, n: number): Promise<number[]> {
-    const db = open.get(name)!
-    const out: number[] = []
-    for (let i = from; i < from + n; i++) {
-      const t0 = performance.now()
-      await db.query('insert into kv values ($1, $2)', [i, `value ${i}`])
-      await db.query('select v from kv where id = $1', [i])
-      out.push(performance.now() - t0)
-    }
-    return out
-  },
+  insertSelect: (name: string, from: number, n: number): Promise<number[]> => insertSelectOps(open.get(name)!, from, n),
   async count(name: string): Promise<number> {
     const r = (await open.get(name)!.query('select count(*)::int as n from kv')) as { rows: { n: number }[] }
     return r.rows[0]!.n
@@ -87,6 +91,50 @@ const api = {
     await direct.close()
     await pg.close()
     return out
+  },
+  /** Opens `idb://<name>` through this tab's own worker, as every tab of an app does; whether this tab leads. */
+  async tabOpen(workerUrl: string, name: string): Promise<boolean> {
+    type TabWorker = Db & { isLeader: boolean }
+    const pg = await (PGliteWorker as unknown as { create(worker: Worker, options: object): Promise<TabWorker> }).create(new Worker(workerUrl, { type: 'module' }), {
+      dataDir: `idb://${name}`,
+    })
+    tab.pg = pg
+    await pg.exec('create table if not exists kv (id int primary key, v text not null)')
+    return pg.isLeader
+  },
+  tabIsLeader: (): boolean => (tab.pg as unknown as { isLeader: boolean }).isLeader,
+  /** Per-op ms of insert + select by pk through this tab's worker (ids from `from`). */
+  tabInsertSelect: (from: number, n: number): Promise<number[]> => insertSelectOps(tab.pg!, from, n),
+  /** Starts calling `select 1` one call after another, noting the longest time between two answered calls. */
+  tabStartProbe(): void {
+    tab.probing = true
+    tab.longestGap = 0
+    tab.sinceMark = 0
+    tab.markAt = Infinity
+    void (async () => {
+      let last = performance.now()
+      while (tab.probing) {
+        try {
+          await tab.pg!.query('select 1')
+          const now = performance.now()
+          tab.longestGap = Math.max(tab.longestGap, now - last)
+          if (now > tab.markAt) tab.sinceMark++
+          last = now
+        } catch {
+          // A call that went to a leader that left: the gap goes on.
+        }
+      }
+    })()
+  },
+  /** Notes now (the other tab just closed): {@link tabAnswersSinceMark} counts the answers after it. */
+  tabMark(): void {
+    tab.markAt = performance.now()
+  },
+  tabAnswersSinceMark: (): number => tab.sinceMark,
+  /** Stops the probe; the longest gap between answered calls, in ms. */
+  tabStopProbe(): number {
+    tab.probing = false
+    return tab.longestGap
   },
   async close(name: string): Promise<void> {
     await open.get(name)?.close()

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer, Socket } from 'node:net'
 import { loadPg } from '../anchors.js'
 import { bundleChild } from '../child.js'
-import { errorText, type SuiteRun } from '../harness.js'
+import { errorText, withDeadline, type SuiteRun } from '../harness.js'
 import { BENCH_DIR } from '../paths.js'
 import { findPgbench, initPgbench, runPgbench } from '../pgbench.js'
 import { bindDescribeExecuteSync, parseNamed, ReplyScanner, startupMessage } from '../protocol.js'
@@ -24,6 +24,8 @@ interface Server {
   stop?: () => Promise<void>
 }
 
+/** How long any one reply may take before its server's rows fail. */
+const REPLY_TIMEOUT_MS = 60_000
 const OURS = 'pgwasm socket'
 export const SOCKET_PATHS = [OURS, 'pglite-socket', 'native pg']
 export const CONCURRENCY = [1, 4, 16] as const
@@ -129,7 +131,7 @@ class PipelineClient {
   send(bytes: Buffer, ready: number, fixLength = false): Promise<void> {
     if (fixLength) bytes.writeInt32BE(bytes.length - 1, 1)
     this.#scanner.reset()
-    return new Promise((done, fail) => {
+    const replied = new Promise<void>((done, fail) => {
       this.#waiter = {
         ready,
         done: () => {
@@ -143,6 +145,7 @@ class PipelineClient {
       }
       this.#socket.write(bytes)
     })
+    return withDeadline(replied, REPLY_TIMEOUT_MS, `${ready} ReadyForQuery`)
   }
 
   close(): void {
@@ -218,7 +221,15 @@ export async function run(s: SuiteRun): Promise<void> {
   const connect = async (sv: Server): Promise<PgClient> => {
     if (!pg.ok) throw new Error(pg.reason)
     const c = sv.connection!
-    const client = new pg.value.Client({ host: c.host, port: c.port, user: c.user, database: c.database })
+    // A server that stops answering fails its rows instead of holding the suite.
+    const client = new pg.value.Client({
+      host: c.host,
+      port: c.port,
+      user: c.user,
+      database: c.database,
+      connectionTimeoutMillis: REPLY_TIMEOUT_MS,
+      query_timeout: REPLY_TIMEOUT_MS,
+    })
     await client.connect()
     if (c.schema) await client.query(`set search_path to ${c.schema}`)
     return client
@@ -291,7 +302,7 @@ export async function run(s: SuiteRun): Promise<void> {
             }
           }
         }
-        for (const list of clients.values()) await Promise.all(list.map((cl) => cl.end().catch(() => {})))
+        for (const list of clients.values()) await Promise.all(list.map((cl) => withDeadline(cl.end(), REPLY_TIMEOUT_MS, 'end').catch(() => {})))
         s.progress(`${base} done`)
       }
     }

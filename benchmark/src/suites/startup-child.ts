@@ -7,6 +7,8 @@
  *   startup-child <ours|pglite> prepare <dir>
  *   startup-child <ours|pglite> open <dir>
  *   startup-child <ours|pglite> many <count>   (samples: [RSS in MB with <count> databases open])
+ *   startup-child <ours|pglite> schema          (ours: PGlite.createCached; PGlite: create() + exec of the schema)
+ *   startup-child ours testdb                   (@pgwasm/pglite-prisma's TestDatabase.create with a Prisma schema)
  */
 interface Db {
   query(sql: string): Promise<{ rows: unknown[] }>
@@ -16,7 +18,29 @@ interface Db {
 }
 interface Ctor {
   create(dataDir?: string): Promise<Db>
+  createCached?(key: string, setup: (db: Db) => Promise<void>): Promise<Db>
 }
+
+/** How many tables (and Prisma models) the schema rows create. */
+export const SCHEMA_TABLES = 12
+const SCHEMA_SQL = Array.from(
+  { length: SCHEMA_TABLES },
+  (_, i) => `create table m${i} (id serial primary key, name text not null, qty int not null, created_at timestamp(3) not null default current_timestamp);
+create index m${i}_name on m${i} (name);`,
+).join('\n')
+const PRISMA_SCHEMA = `datasource db {
+  provider = "postgresql"
+}
+${Array.from({ length: SCHEMA_TABLES }, (_, i) => `model M${i} {
+  id        Int      @id @default(autoincrement())
+  name      String
+  qty       Int
+  createdAt DateTime @default(now())
+
+  @@index([name])
+}`).join('\n')}
+`
+const TABLE_COUNT_SQL = "select count(*)::int as n from information_schema.tables where table_schema = 'public'"
 
 const [impl, mode, arg] = process.argv.slice(2)
 
@@ -93,6 +117,23 @@ if (mode === 'first') {
   const rss = process.memoryUsage().rss / (1024 * 1024)
   for (const db of dbs) await db.close()
   console.log(JSON.stringify({ samples: [rss], rssMB: rssMB() }))
+} else if (mode === 'schema') {
+  // The schema a test file starts from: saved once and restored by us, run again by PGlite (it has no saved state).
+  const db = PGlite.createCached
+    ? await PGlite.createCached('pgwasm-bench-schema-v1', (d) => d.exec(SCHEMA_SQL).then(() => undefined))
+    : await PGlite.create().then(async (d) => (await d.exec(SCHEMA_SQL), d))
+  samples.push(performance.now() - t0)
+  await check(db, TABLE_COUNT_SQL, SCHEMA_TABLES)
+  await db.close()
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'testdb') {
+  if (impl !== 'ours') throw new Error('testdb is @pgwasm/pglite-prisma only')
+  const { TestDatabase } = await import('@pgwasm/pglite-prisma')
+  const testDb = await TestDatabase.create({ schema: PRISMA_SCHEMA })
+  samples.push(performance.now() - t0)
+  await check(testDb.db, TABLE_COUNT_SQL, SCHEMA_TABLES)
+  await testDb.close()
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
 } else {
   throw new Error(`unknown mode ${mode}`)
 }

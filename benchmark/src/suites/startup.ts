@@ -16,6 +16,10 @@ export const LATER = 'create() in memory, later in the same process'
 export const OPEN = 'create(dir) opening an existing directory'
 export const CLONE = 'clone() of a database with a 1,000-row table'
 export const RSS = 'peak RSS after the first create()'
+export const COLD = 'create() in memory, first after install (empty cache)'
+export const COLD_RSS = 'peak RSS after the first create() after install'
+export const SCHEMA_DB = 'database with a 12-table schema seen before, new process (incl. import)'
+export const TESTDB = 'Prisma TestDatabase.create, 12-model schema seen before, new process (incl. import)'
 /** How many in-memory databases the MANY row holds open at once. */
 const MANY_COUNT = 10
 export const MANY = `RSS with ${MANY_COUNT} in-memory databases open`
@@ -47,6 +51,8 @@ export async function run(s: SuiteRun): Promise<void> {
     'Every sample comes from a new node process running a bundled child (no TypeScript loader); pgwasm and PGlite alternate.',
     `"later" creates ${perChild} instances after a discarded first one in each process; clone() is timed ${perChild} times per process.`,
     'Peak RSS is the process maximum resident set (process.resourceUsage().maxRSS) after the first create() and a select 1, Node itself included.',
+    `"${SCHEMA_DB}": pgwasm restores the state PGlite.createCached saved in an earlier process; PGlite runs create() and the schema's SQL (12 tables with an index each). "${TESTDB}": the same tables from a Prisma schema, restored by TestDatabase; its first process (not measured) ran the schema engine.`,
+    `"${COLD}" gives each pgwasm process a new, empty PGWASM_CACHE_DIR: no template or snapshot from an earlier process (PGlite keeps no cache, so its row is its first create()).`,
     `"${MANY}": one process per sample creates ${MANY_COUNT} databases, each with a 1,000-row table, keeps them all open and reports process.memoryUsage().rss once all answered; ${Math.min(2, samples)} samples per engine.`,
   )
   const [ours, pglite] = [await loadOurs(), await loadPglite()]
@@ -62,9 +68,9 @@ export async function run(s: SuiteRun): Promise<void> {
     if (!m) measures.set(name, (m = { case: name, unit, samples: new Map(), failed: new Map() }))
     return m
   }
-  const spawnChild = async (impl: Impl, args: string[], into: Measure[]): Promise<{ samples: number[]; rssMB: number } | undefined> => {
+  const spawnChild = async (impl: Impl, args: string[], into: Measure[], env?: Record<string, string>): Promise<{ samples: number[]; rssMB: number } | undefined> => {
     if (into.every((m) => m.failed.has(impl.label))) return undefined
-    const out = await runNode(child, [impl.key, ...args], CHILD_TIMEOUT)
+    const out = await runNode(child, [impl.key, ...args], CHILD_TIMEOUT, env)
     const line = out.stdout.trim().split('\n').pop() ?? ''
     try {
       if (!out.ok) throw new Error('exit')
@@ -97,6 +103,43 @@ export async function run(s: SuiteRun): Promise<void> {
             push(first, impl, r.samples)
             push(rss, impl, [r.rssMB])
           }
+        }
+      }
+    }
+    if (s.wants(COLD) || s.wants(COLD_RSS)) {
+      const cold = measure(COLD)
+      const rss = measure(COLD_RSS, 'MB')
+      for (let i = 0; i < samples; i++) {
+        for (const impl of rotated(i)) {
+          // A cache folder of its own, empty: what a process sees right after `npm i` (PGlite keeps none).
+          const cache = mkdtempSync(join(work, 'cache-'))
+          const r = await spawnChild(impl, ['first'], [cold, rss], { PGWASM_CACHE_DIR: cache })
+          rmSync(cache, { recursive: true, force: true })
+          if (r) {
+            push(cold, impl, r.samples)
+            push(rss, impl, [r.rssMB])
+          }
+        }
+      }
+    }
+    if (s.wants(SCHEMA_DB)) {
+      const schema = measure(SCHEMA_DB)
+      // The first process saves the schema's state (ours); the measured ones find it.
+      for (const impl of live) await spawnChild(impl, ['schema'], [schema])
+      for (let i = 0; i < samples; i++) {
+        for (const impl of rotated(i)) {
+          const r = await spawnChild(impl, ['schema'], [schema])
+          if (r) push(schema, impl, r.samples)
+        }
+      }
+    }
+    if (s.wants(TESTDB)) {
+      const testdb = measure(TESTDB)
+      const ours = live.find((impl) => impl.key === 'ours')
+      if (ours && (await spawnChild(ours, ['testdb'], [testdb]))) {
+        for (let i = 0; i < samples; i++) {
+          const r = await spawnChild(ours, ['testdb'], [testdb])
+          if (r) push(testdb, ours, r.samples)
         }
       }
     }
@@ -152,6 +195,7 @@ export async function run(s: SuiteRun): Promise<void> {
     for (const impl of impls) {
       const base = { case: m.case, path: impl.label, side: impl.side, unit: m.unit, ...(impl.side === 'anchor' ? { vs: 'pgwasm' } : {}) }
       if (impl.skip) s.mark({ ...base, status: 'skipped', reason: impl.skip })
+      else if (m.case === TESTDB && impl.key === 'pglite') s.mark({ ...base, status: 'skipped', reason: 'PGlite has no TestDatabase; its create() + exec of a schema is the row above' })
       else if (m.failed.has(impl.label)) s.mark({ ...base, status: 'failed', reason: m.failed.get(impl.label)! })
       else s.add({ ...base, samples: m.samples.get(impl.label) ?? [] })
     }
@@ -159,5 +203,9 @@ export async function run(s: SuiteRun): Promise<void> {
   s.ratio('create() later in process: pgwasm / PGlite', { case: LATER, path: 'pgwasm' }, { case: LATER, path: 'PGlite' })
   s.ratio('create() first in process: pgwasm / PGlite', { case: FIRST, path: 'pgwasm' }, { case: FIRST, path: 'PGlite' })
   s.ratio('peak RSS: pgwasm / PGlite', { case: RSS, path: 'pgwasm' }, { case: RSS, path: 'PGlite' })
+  s.ratio('create() first after install: pgwasm / PGlite', { case: COLD, path: 'pgwasm' }, { case: COLD, path: 'PGlite' })
+  s.ratio('create() first after install / warm first in process (pgwasm)', { case: COLD, path: 'pgwasm' }, { case: FIRST, path: 'pgwasm' })
+  s.ratio('schema seen before, new process: pgwasm / PGlite', { case: SCHEMA_DB, path: 'pgwasm' }, { case: SCHEMA_DB, path: 'PGlite' })
+  s.ratio('peak RSS after install: pgwasm / PGlite', { case: COLD_RSS, path: 'pgwasm' }, { case: COLD_RSS, path: 'PGlite' })
   s.ratio(`RSS with ${MANY_COUNT} databases open: pgwasm / PGlite`, { case: MANY, path: 'pgwasm' }, { case: MANY, path: 'PGlite' })
 }

@@ -7,6 +7,11 @@ export { mapDatabaseError, toAdapterError } from './errors.js'
 export { columnTypeOf, prismaOptions, prismaParsers, toPrismaValue, toParams } from './types.js'
 export type { DbParam } from './types.js'
 export { pushSchema, applyMigrations, diffSchema, SchemaEngineError, MigrationError } from './migrate.js'
+export { MigrationDriftError } from './schema-engine-errors.js'
+export { migrateDev } from './migrate-dev.js'
+export type { MigrateDevOptions, MigrateDevResult } from './migrate-dev.js'
+export { migrationStatus, resetDatabase } from './migrate-status.js'
+export type { MigrationStatus, MigrationsDirOptions } from './migrate-status.js'
 export type {
   PushSchemaOptions,
   PushSchemaResult,

@@ -11,16 +11,19 @@ import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
 import { PrismaPGlite, type PrismaPGliteOptions } from './adapter.js'
 import { prismaOptions } from './types.js'
 import { applyMigrations, diffSchema } from './migrate.js'
+import { readMigrations } from './migrations-folder.js'
 
 /**
  * A kept copy of a database's state, to start fresh copies from. The copy
  * is an instance of its own: later changes to the source do not reach it.
  */
 export class DatabaseSnapshot {
-  readonly #template: PGlite
+  readonly #restore: () => Promise<PGlite>
+  readonly #close: () => Promise<void>
 
-  private constructor(template: PGlite) {
-    this.#template = template
+  private constructor(restore: () => Promise<PGlite>, close: () => Promise<void>) {
+    this.#restore = restore
+    this.#close = close
   }
 
   /**
@@ -28,17 +31,26 @@ export class DatabaseSnapshot {
    * transaction (an open one would be copied half-done).
    */
   static async take(db: PGlite): Promise<DatabaseSnapshot> {
-    return new DatabaseSnapshot(await db.clone())
+    const template = await db.clone()
+    return new DatabaseSnapshot(
+      () => template.clone(),
+      () => template.close(),
+    )
+  }
+
+  /** A snapshot that restores the state `PGlite.createCached` saved under `key` (no instance is kept). */
+  static fromCachedState(restore: () => Promise<PGlite>): DatabaseSnapshot {
+    return new DatabaseSnapshot(restore, async () => {})
   }
 
   /** A new, independent in-memory database with the snapshot's contents. */
   restore(): Promise<PGlite> {
-    return this.#template.clone()
+    return this.#restore()
   }
 
   /** Frees the kept copy. */
   close(): Promise<void> {
-    return this.#template.close()
+    return this.#close()
   }
 }
 
@@ -51,8 +63,9 @@ export function snapshot(db: PGlite): Promise<DatabaseSnapshot> {
 export interface TestDatabaseOptions {
   /**
    * A Prisma schema to create the tables from. Its SQL is made once by the
-   * schema engine and cached on disk by the schema's hash, so later test
-   * files (and runs) skip the engine.
+   * schema engine and cached on disk by the schema's hash; the database it
+   * makes is saved by `PGlite.createCached` under that hash, so later test
+   * files (and runs) restore it without the engine or the SQL.
    */
   schema?: string
   /** A migrations folder to apply instead of `schema` (writes `_prisma_migrations`, as `migrate deploy`). */
@@ -108,6 +121,20 @@ function sqlForSchema(schema: string, cacheDir: string | false): Promise<string>
   return sql
 }
 
+/** Bump when what a saved schema state holds changes. */
+const STATE_FORMAT = 1
+
+/** Names the state the schema or the migrations (their contents, not their folder) make on an empty database. */
+async function schemaStateKey(options: TestDatabaseOptions): Promise<string> {
+  const hash = createHash('sha256').update(`pglite-prisma test state ${STATE_FORMAT}\n`)
+  if (options.schema !== undefined) hash.update(`schema\n${options.schema}`)
+  if (options.migrationsDir !== undefined) {
+    const { migrationDirectories, lockfile } = await readMigrations(options.migrationsDir)
+    hash.update(`migrations\n${JSON.stringify([lockfile.content, migrationDirectories.map((m) => [m.path, m.migrationFile])])}`)
+  }
+  return `pglite-prisma:${hash.digest('hex')}`
+}
+
 /**
  * A database for tests whose contents go back to a snapshot on
  * {@link reset}, with a Prisma adapter that follows the resets.
@@ -146,19 +173,28 @@ export class TestDatabase {
       throw new TypeError('pass `schema` or `migrationsDir`, not both')
     }
     const cacheDir = options.cacheDir ?? join(tmpdir(), 'pgwasm-prisma-cache')
-    const sql = options.schema === undefined ? undefined : sqlForSchema(options.schema, cacheDir)
-    const db = await PGlite.create({
+    const { schema, migrationsDir } = options
+    const pgliteOptions: PGliteOptions = {
       ...prismaOptions,
       ...options.pglite,
       parsers: { ...prismaOptions.parsers, ...options.pglite?.parsers },
-    })
-    try {
-      if (sql) {
-        await db.exec(await sql)
+    }
+    // The schema's tables are a state saved by the core, keyed by what made
+    // them: a later test file (a new process) restores it instead of
+    // starting Postgres and running the schema's SQL.
+    const stateKey = await schemaStateKey(options)
+    const makeSchema = async (db: PGlite): Promise<void> => {
+      if (schema !== undefined) {
+        await db.exec(await sqlForSchema(schema, cacheDir))
         await db.refreshArrayTypes()
       }
-      if (options.migrationsDir !== undefined) await applyMigrations(db, { migrationsDir: options.migrationsDir })
-      await options.setup?.(db)
+      if (migrationsDir !== undefined) await applyMigrations(db, { migrationsDir })
+    }
+    const fromState = (): Promise<PGlite> => PGlite.createCached(stateKey, makeSchema, pgliteOptions)
+    const db = await fromState()
+    try {
+      if (!options.setup) return new TestDatabase(DatabaseSnapshot.fromCachedState(fromState), db, options)
+      await options.setup(db)
       const template = await DatabaseSnapshot.take(db)
       return new TestDatabase(template, db, options)
     } catch (error) {

@@ -15,6 +15,28 @@ const ISOLATION_LEVELS: ReadonlySet<string> = new Set(['READ UNCOMMITTED', 'READ
 
 type Outcome = 'commit' | 'rollback'
 
+/**
+ * Prisma's transaction timeout timer is unref'd. When a transaction's
+ * callback waits on the outer client (the deadlock Prisma documents), the
+ * open transaction is all that is left, and Node would end a script with
+ * exit code 13 and no message before that timer fired. A ref'd timer held
+ * while any transaction is open keeps the process alive until Prisma's
+ * timeout rolls back and reports P2028.
+ */
+let openTransactions = 0
+let keepAlive: ReturnType<typeof setInterval> | undefined
+
+function holdProcess(): void {
+  if (openTransactions++ === 0) keepAlive = setInterval(() => {}, 2 ** 30)
+}
+
+function releaseProcess(): void {
+  if (--openTransactions === 0) {
+    clearInterval(keepAlive)
+    keepAlive = undefined
+  }
+}
+
 /** Savepoint names come from Prisma; quoting keeps any name a single identifier. */
 function savepointName(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
@@ -56,8 +78,13 @@ export class PGliteTransaction extends PGliteQueryable implements Transaction {
       const done: Promise<void> = db.transaction(async (tx) => {
         if (isolationLevel) await tx.query(`SET TRANSACTION ISOLATION LEVEL ${isolationLevel}`)
         started = true
-        resolve(new PGliteTransaction(db, tx, finish, () => done))
-        if ((await outcome) === 'rollback') await tx.rollback()
+        holdProcess()
+        try {
+          resolve(new PGliteTransaction(db, tx, finish, () => done))
+          if ((await outcome) === 'rollback') await tx.rollback()
+        } finally {
+          releaseProcess()
+        }
       })
       done.catch((error: unknown) => {
         // Before start the error is the begin's; after it, commit()/rollback() report it.

@@ -52,9 +52,49 @@ describe('errors as Prisma users know them', () => {
   })
 
   it('reports a value too long for its column as P2000', async () => {
+    await prisma.$executeRawUnsafe('ALTER TABLE "User" ALTER COLUMN name TYPE varchar(3)')
+    const error = await caught(prisma.user.create({ data: { email: 'long@x.io', name: 'too long' } }))
+    expect(error.code).toBe('P2000')
+    expect(error.meta).toMatchObject({ modelName: 'User', driverAdapterError: { cause: { kind: 'LengthMismatch', originalCode: '22001' } } })
+  })
+
+  it('reports a raw query whose value is too long as P2010 carrying the length mismatch', async () => {
     await prisma.$executeRawUnsafe('ALTER TABLE "User" ADD COLUMN short varchar(3)')
     const error = await caught(prisma.$executeRawUnsafe(`UPDATE "User" SET short = 'too long'`))
+    expect(error.code).toBe('P2010')
     expect(error.meta).toMatchObject({ driverAdapterError: { cause: { kind: 'LengthMismatch', originalCode: '22001' } } })
+  })
+
+  it('reports a NOT NULL violation as P2011 naming the column', async () => {
+    // Optional in the schema, required in the database: only PostgreSQL can refuse the row.
+    await prisma.$executeRawUnsafe('ALTER TABLE "User" ALTER COLUMN name SET NOT NULL')
+    const error = await caught(prisma.user.create({ data: { email: 'nameless@x.io' } }))
+    expect(error.code).toBe('P2011')
+    expect(error.message).toContain('name')
+    expect(error.meta).toMatchObject({ driverAdapterError: { cause: { kind: 'NullConstraintViolation', constraint: { fields: ['name'] }, originalCode: '23502' } } })
+  })
+
+  it('reports a value out of its column\'s range as P2020', async () => {
+    // balance is Decimal(12, 2): ten integer digits at most.
+    const error = await caught(prisma.user.create({ data: { email: 'rich@x.io', balance: '123456789012.5' } }))
+    expect(error.code).toBe('P2020')
+    expect(error.meta).toMatchObject({ driverAdapterError: { cause: { kind: 'ValueOutOfRange', originalCode: '22003' } } })
+  })
+
+  // One session has no concurrent writer to conflict with, so a trigger raises
+  // the SQLSTATEs PostgreSQL gives a losing transaction.
+  it.each([
+    ['a serialization failure', '40001'],
+    ['a deadlock', '40P01'],
+  ])('reports %s as P2034', async (_name, sqlstate) => {
+    await prisma.$executeRawUnsafe(
+      `CREATE FUNCTION lose() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'lost' USING ERRCODE = '${sqlstate}'; END $$`,
+    )
+    await prisma.$executeRawUnsafe('CREATE TRIGGER lose BEFORE INSERT ON "User" FOR EACH ROW EXECUTE FUNCTION lose()')
+    const error = await caught(prisma.user.create({ data: { email: 'loser@x.io' } }))
+    expect(error.code).toBe('P2034')
+    expect(error.meta).toMatchObject({ driverAdapterError: { cause: { kind: 'TransactionWriteConflict', originalCode: sqlstate } } })
+    expect(await prisma.user.count()).toBe(0)
   })
 
   it('names the missing table of a raw query from the error position, not the message', async () => {

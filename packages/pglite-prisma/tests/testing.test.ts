@@ -1,25 +1,40 @@
-import { afterAll, describe, expect, it } from 'vitest'
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeEach, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
-import { PrismaPGlite, TestDatabase, snapshot } from '../src/index.js'
+import { PrismaPGlite, TestDatabase, diffSchema, snapshot } from '../src/index.js'
 import { PrismaClient } from './generated/client.js'
 import { SCHEMA } from './helpers.js'
 
-const testDb = await TestDatabase.create({
-  schema: SCHEMA,
-  setup: async (db) => {
-    await db.query(`INSERT INTO "User" (email, name) VALUES ('seed@x.io', 'Seed')`)
-  },
-})
+const seed = async (db: PGlite): Promise<void> => {
+  await db.query(`INSERT INTO "User" (email, name) VALUES ('seed@x.io', 'Seed')`)
+}
+
+// The file's shared database: every test starts from its snapshot, so the
+// tests pass in any order (none of them changes the snapshot itself).
+const testDb = await TestDatabase.create({ schema: SCHEMA, setup: seed })
 const prisma = new PrismaClient({ adapter: testDb.adapter })
+const work = mkdtempSync(join(tmpdir(), 'pglite-prisma-testing-'))
+
+beforeEach(() => testDb.reset())
 
 afterAll(async () => {
   await prisma.$disconnect()
   await testDb.close()
+  rmSync(work, { recursive: true, force: true })
 })
+
+async function emails(client: PrismaClient): Promise<string[]> {
+  return (await client.user.findMany({ orderBy: { id: 'asc' }, select: { email: true } })).map((u) => u.email)
+}
 
 describe('TestDatabase', () => {
   it('starts with the schema and the setup data', async () => {
-    expect(await prisma.user.findMany({ select: { email: true } })).toEqual([{ email: 'seed@x.io' }])
+    expect(await emails(prisma)).toEqual(['seed@x.io'])
   })
 
   it('reset brings back the snapshot, and the Prisma client follows it', async () => {
@@ -28,34 +43,131 @@ describe('TestDatabase', () => {
     const before = testDb.db
     await testDb.reset()
     expect(testDb.db).not.toBe(before)
-    expect(await prisma.user.findMany({ select: { email: true } })).toEqual([{ email: 'seed@x.io' }])
+    expect(await emails(prisma)).toEqual(['seed@x.io'])
   })
 
   it('restarts sequences on reset, so ids repeat across tests', async () => {
-    await testDb.reset()
     const first = await prisma.user.create({ data: { email: 'one@x.io' } })
     await testDb.reset()
     const again = await prisma.user.create({ data: { email: 'one@x.io' } })
     expect(again.id).toBe(first.id)
   })
 
-  it('snapshot() makes the current contents what reset returns to', async () => {
+  it('resets to the snapshot once the next copy is ready, and again without waiting for it', async () => {
+    await prisma.user.create({ data: { email: 'gone@x.io' } })
+    await testDb.ready()
+    const prepared = testDb.db
     await testDb.reset()
-    await prisma.user.create({ data: { email: 'baseline@x.io' } })
-    await testDb.snapshot()
-    await prisma.user.create({ data: { email: 'later@x.io' } })
+    expect(testDb.db).not.toBe(prepared)
+    expect(await emails(prisma)).toEqual(['seed@x.io'])
+    // The next copy is still being made in the background: this reset waits for it.
+    await prisma.user.create({ data: { email: 'gone-too@x.io' } })
     await testDb.reset()
-    expect((await prisma.user.findMany({ orderBy: { id: 'asc' }, select: { email: true } })).map((u) => u.email)).toEqual(['seed@x.io', 'baseline@x.io'])
+    expect(await emails(prisma)).toEqual(['seed@x.io'])
   })
 
-  it('resets in milliseconds once the next copy is ready', async () => {
-    await testDb.reset()
-    // The copy for the next reset is made in the background; a test runs meanwhile.
-    await prisma.user.count()
-    await testDb.ready()
-    const started = performance.now()
-    await testDb.reset()
-    expect(performance.now() - started).toBeLessThan(100)
+  it('snapshot() makes the current contents what reset returns to', async () => {
+    // A database of its own: changing the snapshot of the shared one would leak into other tests.
+    const own = await TestDatabase.create({ schema: SCHEMA, setup: seed })
+    const client = new PrismaClient({ adapter: own.adapter })
+    try {
+      await client.user.create({ data: { email: 'baseline@x.io' } })
+      await own.snapshot()
+      await client.user.create({ data: { email: 'later@x.io' } })
+      await own.reset()
+      expect(await emails(client)).toEqual(['seed@x.io', 'baseline@x.io'])
+    } finally {
+      await client.$disconnect()
+      await own.close()
+    }
+  })
+
+  it('applies a migrations folder, recording it in _prisma_migrations', async () => {
+    const migrationsDir = join(work, 'migrations')
+    mkdirSync(join(migrationsDir, '20240101000000_init'), { recursive: true })
+    const initSql = await diffSchema({ to: { schema: SCHEMA } })
+    writeFileSync(join(migrationsDir, '20240101000000_init', 'migration.sql'), initSql)
+    const own = await TestDatabase.create({ migrationsDir, setup: seed })
+    const client = new PrismaClient({ adapter: own.adapter })
+    try {
+      expect(await emails(client)).toEqual(['seed@x.io'])
+      const history = await own.db.query<{ migration_name: string; checksum: string }>('SELECT migration_name, checksum FROM _prisma_migrations')
+      expect(history.rows).toEqual([{ migration_name: '20240101000000_init', checksum: createHash('sha256').update(initSql).digest('hex') }])
+      await client.user.create({ data: { email: 'temp@x.io' } })
+      await own.reset()
+      expect(await emails(client)).toEqual(['seed@x.io'])
+    } finally {
+      await client.$disconnect()
+      await own.close()
+    }
+  })
+
+  it('refuses `schema` and `migrationsDir` together', async () => {
+    await expect(TestDatabase.create({ schema: SCHEMA, migrationsDir: work })).rejects.toThrow(TypeError)
+  })
+
+  it('caches the SQL of a schema in `cacheDir` and builds later databases from that file', async () => {
+    const cacheDir = join(work, 'cache')
+    // A schema text no other test uses, so neither the process nor the disk has its SQL yet.
+    const schema = `${SCHEMA}\n// cache test ${process.pid} ${Date.now()}\n`
+    const file = join(cacheDir, `${createHash('sha256').update(schema).digest('hex')}.sql`)
+    const first = await TestDatabase.create({ schema, cacheDir })
+    await first.close()
+    expect(readFileSync(file, 'utf8')).toBe(await diffSchema({ to: { schema } }))
+
+    // The file is what later databases run: a marker table added to it shows up.
+    const other = `${schema}// and another\n`
+    const otherFile = join(cacheDir, `${createHash('sha256').update(other).digest('hex')}.sql`)
+    writeFileSync(otherFile, `${readFileSync(file, 'utf8')}\nCREATE TABLE from_cache (id int);\n`)
+    const cached = await TestDatabase.create({ schema: other, cacheDir })
+    try {
+      expect((await cached.db.query(`SELECT to_regclass('from_cache')::text AS t`)).rows).toEqual([{ t: 'from_cache' }])
+    } finally {
+      await cached.close()
+    }
+  })
+
+  it('starts a later process (a later test file) from the saved schema state, without running the schema SQL again', async () => {
+    const dir = join(work, 'state')
+    mkdirSync(dir)
+    const cacheDir = join(dir, 'sql')
+    const coreCache = join(dir, 'core')
+    const schema = `${SCHEMA}\n// state test ${process.pid} ${Date.now()}\n`
+    const sqlFile = join(cacheDir, `${createHash('sha256').update(schema).digest('hex')}.sql`)
+    const script = join(dir, 'child.mts')
+    writeFileSync(
+      script,
+      `import { TestDatabase } from ${JSON.stringify(fileURLToPath(new URL('../src/index.ts', import.meta.url)))}
+const testDb = await TestDatabase.create({ schema: ${JSON.stringify(schema)}, cacheDir: ${JSON.stringify(cacheDir)} })
+await testDb.db.query(\`INSERT INTO "User" (email, name) VALUES ('child@x.io', 'Child')\`)
+await testDb.reset()
+const { rows } = await testDb.db.query(\`SELECT to_regclass('marker')::text AS marker, to_regclass('"User"')::text AS users, (SELECT count(*)::int FROM "User") AS n\`)
+await testDb.close()
+console.log(JSON.stringify(rows[0]))
+`,
+    )
+    const tsx = join(fileURLToPath(new URL('../../../', import.meta.url)), 'node_modules', '.bin', 'tsx')
+    const run = (): Promise<unknown> =>
+      new Promise((resolve, reject) => {
+        execFile(tsx, [script], { timeout: 120_000, env: { ...process.env, PGWASM_CACHE_DIR: coreCache } }, (err, stdout, stderr) =>
+          err ? reject(new Error(stderr || String(err))) : resolve(JSON.parse(stdout.trim().split('\n').pop()!)),
+        )
+      })
+    expect(await run()).toEqual({ marker: null, users: '"User"', n: 0 })
+    // From now on the SQL file would add a marker table, if anything ran it.
+    writeFileSync(sqlFile, `${readFileSync(sqlFile, 'utf8')}\nCREATE TABLE marker (id int);\n`)
+    expect(await run()).toEqual({ marker: null, users: '"User"', n: 0 })
+    // The control: without the saved state, the (changed) SQL file is what runs.
+    rmSync(coreCache, { recursive: true, force: true })
+    expect(await run()).toEqual({ marker: 'marker', users: '"User"', n: 0 })
+  }, 240_000)
+
+  it('writes no cache file with `cacheDir: false`', async () => {
+    const cacheDir = join(work, 'no-cache')
+    const schema = `${SCHEMA}\n// no cache ${process.pid} ${Date.now()}\n`
+    const own = await TestDatabase.create({ schema, cacheDir: false })
+    await own.close()
+    expect(existsSync(cacheDir) && readdirSync(cacheDir).length > 0).toBe(false)
   })
 })
 

@@ -1,4 +1,11 @@
+import { execFile } from 'node:child_process'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { DriverAdapterError } from '@prisma/driver-adapter-utils'
+import { PGlite } from '@pgwasm/pglite'
+import { PrismaPGlite } from '../src/index.js'
 import { Prisma } from './generated/client.js'
 import { deferred, prismaForThisFile } from './helpers.js'
 
@@ -119,4 +126,89 @@ describe('transactions', () => {
     expect(await prisma.user.count()).toBe(1)
     expect(await prisma.post.count()).toBe(2)
   })
+
+  it('sets READ UNCOMMITTED and READ COMMITTED as asked', async () => {
+    const level = (isolationLevel: Prisma.TransactionIsolationLevel) =>
+      prisma.$transaction((tx) => tx.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`, { isolationLevel })
+    expect(await level(Prisma.TransactionIsolationLevel.ReadUncommitted)).toEqual([{ level: 'read uncommitted' }])
+    expect(await level(Prisma.TransactionIsolationLevel.ReadCommitted)).toEqual([{ level: 'read committed' }])
+  })
+
+  it('refuses the Snapshot isolation level, which PostgreSQL does not have', async () => {
+    // Prisma's client has no Snapshot for PostgreSQL; one passed anyway must not start a transaction.
+    await expect(prisma.$transaction(async (tx) => tx.user.count(), { isolationLevel: 'Snapshot' as Prisma.TransactionIsolationLevel })).rejects.toThrow()
+    expect(testDb.db.isInTransaction()).toBe(false)
+    const adapter = await new PrismaPGlite(testDb.db).connect()
+    const refused = await adapter.startTransaction('SNAPSHOT').catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(DriverAdapterError)
+    expect((refused as DriverAdapterError).cause).toMatchObject({ kind: 'InvalidIsolationLevel', level: 'SNAPSHOT' })
+    expect(testDb.db.isInTransaction()).toBe(false)
+  })
+
+  it('rolls a nested transaction back to its savepoint and keeps the outer one', async () => {
+    await prisma.$transaction(async (tx) => {
+      await tx.user.create({ data: { email: 'outer@x.io' } })
+      await expect(
+        tx.$transaction(async (inner) => {
+          await inner.user.create({ data: { email: 'inner@x.io' } })
+          throw new Error('undo the inner part')
+        }),
+      ).rejects.toThrow('undo the inner part')
+      await tx.$transaction((inner) => inner.user.create({ data: { email: 'kept@x.io' } }))
+    })
+    expect((await prisma.user.findMany({ orderBy: { id: 'asc' }, select: { email: true } })).map((u) => u.email)).toEqual(['outer@x.io', 'kept@x.io'])
+  })
 })
+
+describe('a transaction callback that queries the outer client', () => {
+  // The deadlock Prisma documents: the outer query waits for the transaction,
+  // which waits for it. Prisma's timeout timer is unref'd, so unless something
+  // keeps the process alive a plain script used to exit silently with code 13.
+  it('ends with Prisma\'s P2028 in a plain script instead of a silent exit', async () => {
+    const scratch = fileURLToPath(new URL('../.tmp/', import.meta.url))
+    mkdirSync(scratch, { recursive: true })
+    const script = join(scratch, `outer-client-${process.pid}.mts`)
+    const entry = fileURLToPath(new URL('../src/index.ts', import.meta.url))
+    const client = fileURLToPath(new URL('./generated/client.ts', import.meta.url))
+    writeFileSync(
+      script,
+      [
+        `import { PGlite } from '@pgwasm/pglite'`,
+        `import { PrismaPGlite, pushSchema } from ${JSON.stringify(entry)}`,
+        `import { PrismaClient } from ${JSON.stringify(client)}`,
+        `import { readFileSync } from 'node:fs'`,
+        `const db = await PGlite.create()`,
+        `await db.exec(readFileSync(${JSON.stringify(join(scratch, `outer-client-${process.pid}.sql`))}, 'utf8'))`,
+        `const prisma = new PrismaClient({ adapter: new PrismaPGlite(db) })`,
+        `try {`,
+        `  await prisma.$transaction(async (tx) => { await tx.user.create({ data: { email: 'a@x.io' } }); await prisma.user.count() }, { timeout: 1000 })`,
+        `  console.log('committed')`,
+        `} catch (error) {`,
+        `  console.log('rejected', (error as { code?: string }).code)`,
+        `}`,
+        `console.log('users', await prisma.user.count())`,
+        `await prisma.$disconnect()`,
+        `await db.close()`,
+      ].join('\n'),
+    )
+    writeFileSync(join(scratch, `outer-client-${process.pid}.sql`), await createSql())
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(process.execPath, ['--import', 'tsx', script], { cwd: fileURLToPath(new URL('..', import.meta.url)), timeout: 60_000 }, (_e, stdout, stderr) =>
+        resolve({ code: child.exitCode, stdout, stderr }),
+      )
+    })
+    rmSync(script, { force: true })
+    rmSync(join(scratch, `outer-client-${process.pid}.sql`), { force: true })
+    expect(run.stderr).toBe('')
+    expect(run.stdout).toBe('rejected P2028\nusers 0\n')
+    expect(run.code).toBe(0)
+  })
+})
+
+/** The SQL of the test schema, from the database this file's tests use. */
+async function createSql(): Promise<string> {
+  const { diffSchema } = await import('../src/index.js')
+  const { SCHEMA } = await import('./helpers.js')
+  return diffSchema({ to: { schema: SCHEMA } })
+}
+

@@ -15,6 +15,20 @@ Options:
   --password <secret>      require this password (or env PGWASM_PASSWORD)
   --auth-method <m>        scram-sha-256 | md5 | password (default scram-sha-256)
   --trust-remote           allow a non-loopback --host without a password
+                           (an empty password counts as none)
+  --idle-in-transaction-timeout <ms>
+                           end a client idle in a transaction this long, unless
+                           it set idle_in_transaction_session_timeout itself;
+                           0: never (default 60000)
+  --authentication-timeout <ms>
+                           close a connection not through startup and password
+                           in this time (default 60000)
+  --role <name>            run every client as this role instead of the
+                           superuser (made when missing: LOGIN, rights on
+                           schema public); clients cannot switch back
+  --create-database-on-connect
+                           give a database name a client connects to that does
+                           not exist its own new instance (default: FATAL 3D000)
   --debug                  log sessions to stderr
   --help`
 
@@ -31,6 +45,10 @@ async function main(): Promise<number> {
         password: { type: 'string' },
         'auth-method': { type: 'string', default: 'scram-sha-256' },
         'trust-remote': { type: 'boolean', default: false },
+        'idle-in-transaction-timeout': { type: 'string', default: '60000' },
+        'authentication-timeout': { type: 'string', default: '60000' },
+        'create-database-on-connect': { type: 'boolean', default: false },
+        role: { type: 'string' },
         debug: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -47,6 +65,14 @@ async function main(): Promise<number> {
   const maxConnections = Number(args['max-connections'])
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(`--port must be 0-65535, got ${args.port}`)
   if (!Number.isInteger(maxConnections) || maxConnections < 1) return usage(`--max-connections must be a positive integer`)
+  const idleInTransactionTimeoutMs = Number(args['idle-in-transaction-timeout'])
+  const authenticationTimeoutMs = Number(args['authentication-timeout'])
+  if (!Number.isInteger(idleInTransactionTimeoutMs) || idleInTransactionTimeoutMs < 0) {
+    return usage(`--idle-in-transaction-timeout must be a whole number of ms >= 0, got ${args['idle-in-transaction-timeout']}`)
+  }
+  if (!Number.isInteger(authenticationTimeoutMs) || authenticationTimeoutMs < 0) {
+    return usage(`--authentication-timeout must be a whole number of ms >= 0, got ${args['authentication-timeout']}`)
+  }
   const authMethod = args['auth-method'] as AuthMethod
   if (!AUTH_METHODS.includes(authMethod)) return usage(`--auth-method must be one of ${AUTH_METHODS.join(', ')}`)
 
@@ -63,9 +89,14 @@ async function main(): Promise<number> {
     port,
     path: args.path,
     maxConnections,
-    password: args.password ?? process.env.PGWASM_PASSWORD,
+    // An empty --password or PGWASM_PASSWORD is no password (refused beyond loopback).
+    password: (args.password ?? process.env.PGWASM_PASSWORD) || undefined,
     authMethod,
     trustRemote: args['trust-remote'],
+    idleInTransactionTimeoutMs,
+    authenticationTimeoutMs,
+    createDatabaseOnConnect: args['create-database-on-connect'],
+    role: args.role,
     debug: args.debug,
   })
   server.on('warning', (message: string) => console.warn(`pgwasm-server: warning: ${message}`))
@@ -76,8 +107,10 @@ async function main(): Promise<number> {
     await db.close()
     return 1
   }
-  console.log(`pgwasm-server: serving ${args.db} at ${server.connectionString}`)
-  await new Promise<void>((resolve) => {
+  // The handlers go in before the line that says we serve: a supervisor may
+  // signal as soon as it reads that line, and without a handler the signal
+  // would end the process before the shutdown checkpoint.
+  const stopped = new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       console.log(`pgwasm-server: ${signal}: shutting down`)
       resolve()
@@ -85,6 +118,8 @@ async function main(): Promise<number> {
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))
   })
+  console.log(`pgwasm-server: serving ${args.db} at ${server.connectionString}`)
+  await stopped
   await server.stop()
   // close() runs Postgres' shutdown checkpoint: nothing committed is lost.
   await db.close()

@@ -1,7 +1,25 @@
+import { AuthThrottle } from './auth-throttle.js'
 import { PGlite } from '@pgwasm/pglite'
 import type { AuthMethod } from './auth.js'
 import { Multiplexer, type SocketDatabase } from './multiplexer.js'
 import type { SessionHost } from './session.js'
+
+/** A startup packet named a database the server does not have (FATAL 3D000 for the client). */
+export class UnknownDatabaseError extends Error {
+  readonly code = 'UNKNOWN_DATABASE'
+  readonly database: string
+
+  constructor(database: string) {
+    super(`database "${database}" does not exist`)
+    this.name = 'UnknownDatabaseError'
+    this.database = database
+  }
+}
+
+function nonNegative(value: number, name: string): number {
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`\`${name}\` must be a number >= 0, got ${value}`)
+  return value
+}
 
 /** One multiplexer per database object: the TCP server and in-process bridges share it. */
 const multiplexers = new WeakMap<SocketDatabase, Multiplexer>()
@@ -21,12 +39,46 @@ export interface HostOptions {
   readonly syncTimeoutMs?: number
   readonly maxMessageBytes?: number
   /**
+   * How long a client may sit idle inside a transaction block when it has
+   * not set `idle_in_transaction_session_timeout` itself (its own non-zero
+   * setting wins): it is then rolled back and disconnected with FATAL 25P03.
+   * A client in a transaction holds the one engine and every other client
+   * waits for it, so the default is not "forever". 0 turns it off.
+   * @default 60000
+   */
+  readonly idleInTransactionTimeoutMs?: number
+  /**
+   * A connection that has not completed startup and authentication within
+   * this is closed (PostgreSQL's `authentication_timeout`). @default 60000
+   */
+  readonly authenticationTimeoutMs?: number
+  /**
+   * COPY FROM STDIN data a client may send before CopyDone (the engine
+   * takes it in one piece, so the server holds it); more fails the COPY.
+   * @default 268435456 (256 MiB)
+   */
+  readonly maxCopyBytes?: number
+  /**
+   * Give a database name a startup packet names, that neither is served nor
+   * was made with CREATE DATABASE, its own new instance (after the client
+   * authenticated). Otherwise such a client gets FATAL 3D000. @default false
+   */
+  readonly createDatabaseOnConnect?: boolean
+  /**
    * Serve `db` whatever database a client names, instead of giving other
    * names their own instance. @default false (true for the in-process bridge)
    */
   readonly anyDatabaseName?: boolean
   /** Makes the instance for another database name; default: in memory, or a directory beside an on-disk one. */
   readonly createDatabase?: (name: string) => Promise<SocketDatabase>
+  /**
+   * The role every client runs as, instead of the engine's superuser: made
+   * when missing (LOGIN, all rights on schema public), then locked in as the
+   * session user of each served database (`PGlite.lockSessionUser`), so no
+   * client can read or write server files, load libraries, change server
+   * settings or become the superuser again.
+   */
+  readonly role?: string
   readonly debug?: boolean
 }
 
@@ -40,6 +92,11 @@ export class DatabaseHost implements SessionHost {
   readonly authMethod: AuthMethod
   readonly syncTimeoutMs: number
   readonly maxMessageBytes: number
+  readonly idleInTransactionTimeoutMs: number
+  readonly authenticationTimeoutMs: number
+  readonly maxCopyBytes: number
+  readonly authThrottle = new AuthThrottle()
+  readonly #createOnConnect: boolean
   serverVersion = '18.0'
   readonly #main: SocketDatabase
   readonly #mainName: string
@@ -47,38 +104,78 @@ export class DatabaseHost implements SessionHost {
   readonly #create: (name: string) => Promise<SocketDatabase>
   readonly #debug: boolean
   readonly #anyName: boolean
+  readonly #role: string | undefined
 
   constructor(options: HostOptions) {
     this.#main = options.db
     this.#mainName = options.databaseName ?? 'postgres'
-    this.password = options.password
+    // An empty password is no password (it would let anyone in who sends nothing).
+    this.password = options.password || undefined
+    this.idleInTransactionTimeoutMs = nonNegative(options.idleInTransactionTimeoutMs ?? 60_000, 'idleInTransactionTimeoutMs')
+    this.authenticationTimeoutMs = nonNegative(options.authenticationTimeoutMs ?? 60_000, 'authenticationTimeoutMs')
+    this.maxCopyBytes = nonNegative(options.maxCopyBytes ?? 256 * 1024 * 1024, 'maxCopyBytes')
+    this.#createOnConnect = options.createDatabaseOnConnect ?? false
     this.authMethod = options.authMethod ?? 'scram-sha-256'
     this.syncTimeoutMs = options.syncTimeoutMs ?? 30_000
     this.maxMessageBytes = options.maxMessageBytes ?? 1 << 30
     this.#debug = options.debug ?? false
     this.#anyName = options.anyDatabaseName ?? false
-    this.#create = options.createDatabase ?? ((name) => this.#defaultCreate(name))
+    const create = options.createDatabase ?? ((name: string) => this.#defaultCreate(name))
+    this.#role = options.role
+    this.#create = async (name) => {
+      const db = await create(name)
+      await this.#runAsRole(db)
+      return db
+    }
+  }
+
+  /** Makes the `role` option's role if missing and locks it in as `db`'s session user. */
+  async #runAsRole(db: SocketDatabase): Promise<void> {
+    const role = this.#role
+    if (role === undefined) return
+    if (!db.lockSessionUser) throw new Error('the role option needs a database with lockSessionUser() (a PGlite instance)')
+    const { rows } = await db.query<{ exists: boolean }>('select exists (select 1 from pg_catalog.pg_roles where rolname = $1) as exists', [role])
+    if (!rows[0]?.exists) {
+      const quoted = `"${role.replaceAll('"', '""')}"`
+      await db.query(`create role ${quoted} login`)
+      await db.query(`grant all on schema public to ${quoted}`)
+    }
+    await db.lockSessionUser(role)
   }
 
   #initialized: Promise<void> | undefined
 
   /** Reads the engine's version for ParameterStatus (once). */
   init(): Promise<void> {
-    this.#initialized ??= this.#main.query<{ server_version: string }>('show server_version').then(({ rows }) => {
+    this.#initialized ??= (async () => {
+      await this.#runAsRole(this.#main)
+      const { rows } = await this.#main.query<{ server_version: string }>('show server_version')
       if (rows[0]) this.serverVersion = rows[0].server_version
-    })
+    })()
     return this.#initialized
   }
 
+  /**
+   * The multiplexer of the database `name`, making its instance on first use.
+   * @throws {UnknownDatabaseError} for a name that is not served, was not made
+   *   with CREATE DATABASE, and `createDatabaseOnConnect` is off.
+   */
   async database(name: string): Promise<Multiplexer> {
     if (name === this.#mainName || this.#anyName) return multiplexerFor(this.#main)
     let db = this.#others.get(name)
+    if (!db && !this.#createOnConnect && !(await this.#madeByCreateDatabase(name))) throw new UnknownDatabaseError(name)
+    db ??= this.#others.get(name)
     if (!db) {
       db = this.#create(name)
       this.#others.set(name, db)
       db.catch(() => this.#others.delete(name))
     }
     return multiplexerFor(await db)
+  }
+
+  async #madeByCreateDatabase(name: string): Promise<boolean> {
+    const { rows } = await this.#main.query('select 1 from pg_database where datname = $1', [name])
+    return rows.length > 0
   }
 
   async #defaultCreate(name: string): Promise<SocketDatabase> {

@@ -1,9 +1,10 @@
-import type { EngineLease } from '@pgwasm/pglite'
+import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
+import { applyClientSettings, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings } from './session-settings.js'
 import { Msg, concat, cstrings, frame, int32s } from './wire.js'
 
-/** A NotificationResponse as the backend would send it (process id unknown here: 0). */
-function notificationFrame(channel: string, payload: string): Uint8Array {
-  return frame(Msg.Notification, concat([int32s(0), cstrings(channel, payload)]))
+/** A NotificationResponse as the backend would send it, from the process id the sender's client was given (0: an in-process caller). */
+function notificationFrame(processId: number, channel: string, payload: string): Uint8Array {
+  return frame(Msg.Notification, concat([int32s(processId), cstrings(channel, payload)]))
 }
 
 /** The part of a PGlite instance the server uses. */
@@ -14,6 +15,8 @@ export interface SocketDatabase {
   close(): Promise<void>
   readonly closed: boolean
   readonly dataDir?: string
+  /** Runs the session as a role for good (see `PGlite.lockSessionUser`); needed for the `role` option. */
+  lockSessionUser?(role: string): Promise<void>
 }
 
 /** What the multiplexer needs from a client session. */
@@ -22,7 +25,25 @@ export interface MuxClient {
   readonly pinned: boolean
   /** Receives a NotificationResponse frame for a channel it listens to. */
   deliverNotification(frame: Uint8Array): void
+  /** The process id its BackendKeyData gave it: notifications it sends carry it. @default 0 */
+  readonly processId?: number
+  /** Its own session settings, put back on the session when it takes the engine (session-settings.ts). */
+  settings?: ClientSettings
+  /** Its last batch may have changed a setting: they are read again when it lets the engine go. */
+  settingsChanged?: boolean
+  /** Whether it is gone (nothing of it is read or restored any more). */
+  readonly closed?: boolean
+  /** Ends its connection with a FATAL error (`pg_terminate_backend()` of its pid). */
+  terminate?(code: string, message: string): void
+  /** Who it is to the engine (`processId` as id and pid), made once rather than per batch. */
+  readonly leaseClient?: LeaseClient
 }
+
+/** What the engine is told for a client without a process id: an in-process caller's identity. */
+const NO_CLIENT: LeaseClient = { id: 0, pid: 0 }
+
+/** How often a client waiting for an advisory lock tries again when no release was seen. */
+const LOCK_RECHECK_MS = 100
 
 /** How long an idle lease is kept for the next socket batch. */
 const IDLE_LEASE_MS = 1
@@ -45,6 +66,16 @@ interface Waiter {
 export class Multiplexer {
   readonly db: SocketDatabase
   #owner: MuxClient | undefined
+  /**
+   * The client whose request just ran. The engine hands out a request's
+   * notifications in microtasks queued during it, when the engine may have
+   * passed to another client already; a microtask queued after them clears
+   * this, so a NOTIFY from an in-process caller reads 0.
+   */
+  #lastRunner: MuxClient | undefined
+  readonly #clearRunner = (): void => {
+    this.#lastRunner = undefined
+  }
   #lease: EngineLease | undefined
   #leasing: Promise<void> | undefined
   #idleRelease: ReturnType<typeof setTimeout> | undefined
@@ -54,6 +85,12 @@ export class Multiplexer {
    * cached at an older epoch are parsed again.
    */
   cacheEpoch = 0
+  /**
+   * The engine's `idle_session_timeout` (ms, 0: off) as last read. A plain
+   * SET is shared by every client of the one session, so this is too; it is
+   * read again after anything that may have changed it (see readSettings).
+   */
+  idleSessionTimeoutMs = 0
   #waiters: Waiter[] = []
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
@@ -76,11 +113,58 @@ export class Multiplexer {
     // bridge hands the reply to `pg` at once, and `pg` cannot take a reply
     // in the middle of its own write of the request.
     await this.#acquire(client)
+    this.#lastRunner = client
+    const lease = this.#lease!
     try {
-      return work(this.#lease!)
+      // pg_backend_pid() and session advisory locks answer for this client.
+      lease.runFor(client.leaseClient ?? NO_CLIENT)
+      if (client.processId !== undefined && !client.closed) this.#clients.set(client.processId, client)
+      this.#restoreSettings(client, lease)
+      return work(lease)
     } finally {
-      if (!client.pinned) this.release(client)
+      this.#endTerminated(lease)
+      if (this.#unhook) queueMicrotask(this.#clearRunner)
+      if (!client.pinned) {
+        this.#keepSettings(client, lease)
+        this.release(client)
+      }
     }
+  }
+
+  /**
+   * The settings the session has, as a client's batch last left them or we
+   * last put them (kept across leases: in-process callers' own SETs are
+   * theirs to share, see the README).
+   */
+  #sessionSettings: ClientSettings | undefined
+
+  #restoreSettings(client: MuxClient, lease: EngineLease): void {
+    const wanted = client.settings ?? NO_SETTINGS
+    const current = this.#sessionSettings ?? NO_SETTINGS
+    if (sameSettings(wanted, current)) {
+      this.#sessionSettings = wanted
+      return
+    }
+    try {
+      applyClientSettings(lease, wanted, current)
+    } catch {
+      return // The engine died: the batch reports it.
+    }
+    this.#sessionSettings = wanted
+    // search_path, TimeZone...: SQL may read differently now; and idle_session_timeout is read again.
+    this.cacheEpoch++
+    this.readSettings(lease)
+  }
+
+  #keepSettings(client: MuxClient, lease: EngineLease): void {
+    if (!client.settingsChanged || client.closed) return
+    client.settingsChanged = false
+    try {
+      client.settings = readClientSettings(lease)
+    } catch {
+      return
+    }
+    this.#sessionSettings = client.settings
   }
 
   async #acquire(client: MuxClient): Promise<void> {
@@ -106,6 +190,7 @@ export class Multiplexer {
         this.#lease = lease
         // In-process callers may have run anything since the engine was last ours.
         this.cacheEpoch++
+        this.readSettings(lease)
       },
       (err: unknown) => {
         if (this.#owner === client) this.#owner = undefined
@@ -120,6 +205,11 @@ export class Multiplexer {
       })
       .catch(() => {})
     return leasing
+  }
+
+  /** Reads the engine's session-wide settings the server acts on. */
+  readSettings(lease: EngineLease): void {
+    this.idleSessionTimeoutMs = lease.sessionTimeouts.idleSessionTimeout
   }
 
   /** Gives the engine back (to the next waiting client, or to the instance). */
@@ -184,8 +274,61 @@ export class Multiplexer {
     )
   }
 
+  /** Clients by process id, for pg_terminate_backend(). */
+  readonly #clients = new Map<number, MuxClient>()
+  /** Clients waiting for a session advisory lock to be let go of (lock-wait.ts). */
+  #lockWaiters: { client: MuxClient; wake: () => void; fail: (err: Error) => void }[] = []
+  #releasesSeen = 0
+
+  /** Ends the clients the last batch's pg_terminate_backend() named, once that batch's replies are out; wakes lock waiters when a lock went. */
+  #endTerminated(lease: EngineLease): void {
+    for (const id of lease.takeTerminations()) {
+      const target = this.#clients.get(id)
+      if (target) queueMicrotask(() => target.terminate?.('57P01', 'terminating connection due to administrator command'))
+    }
+    const releases = lease.advisoryReleases
+    if (releases !== this.#releasesSeen) {
+      this.#releasesSeen = releases
+      this.#wakeLockWaiters()
+    }
+  }
+
+  /**
+   * Resolves when a session advisory lock was let go of, or after
+   * {@link LOCK_RECHECK_MS} (an in-process caller's unlock passes no client
+   * batch); rejects when `client` disconnects meanwhile.
+   */
+  lockReleased(client: MuxClient): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => waiter.wake(), LOCK_RECHECK_MS)
+      const waiter = {
+        client,
+        wake: () => {
+          clearTimeout(timer)
+          this.#lockWaiters = this.#lockWaiters.filter((w) => w !== waiter)
+          resolve()
+        },
+        fail: (err: Error) => {
+          clearTimeout(timer)
+          reject(err)
+        },
+      }
+      this.#lockWaiters.push(waiter)
+    })
+  }
+
+  #wakeLockWaiters(): void {
+    const waiting = this.#lockWaiters
+    this.#lockWaiters = []
+    for (const w of waiting) w.wake()
+  }
+
   /** Removes a client from the queue (it disconnected while waiting). */
   forget(client: MuxClient): void {
+    if (client.processId !== undefined && this.#clients.get(client.processId) === client) this.#clients.delete(client.processId)
+    const gaveUp = this.#lockWaiters.filter((w) => w.client === client)
+    this.#lockWaiters = this.#lockWaiters.filter((w) => w.client !== client)
+    for (const w of gaveUp) w.fail(new Error('the client disconnected while waiting for an advisory lock'))
     const gone = this.#waiters.filter((w) => w.client === client)
     this.#waiters = this.#waiters.filter((w) => w.client !== client)
     for (const w of gone) w.reject(new Error('the client disconnected while waiting for the database'))
@@ -208,7 +351,7 @@ export class Multiplexer {
   #deliver(channel: string, payload: string): void {
     const set = this.channels.get(channel)
     if (!set) return
-    const frame = notificationFrame(channel, payload)
+    const frame = notificationFrame(this.#lastRunner?.processId ?? 0, channel, payload)
     for (const client of set) client.deliverNotification(frame)
   }
 

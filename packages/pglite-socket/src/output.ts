@@ -1,6 +1,6 @@
 import { Msg, copyOut } from './wire.js'
 
-type Mode = 'forward' | 'drop' | 'hold'
+type Mode = 'forward' | 'drop' | 'hold' | 'error'
 
 /** Bytes appended at the end, grown by doubling, reused after `clear()`. */
 class ByteBuffer {
@@ -35,6 +35,8 @@ class ByteBuffer {
 export class OutputSplitter {
   #out = new ByteBuffer(65536)
   readonly #held = new ByteBuffer(64)
+  /** An ErrorResponse being gathered whole for {@link rewriteError}. */
+  readonly #error = new ByteBuffer(256)
   readonly #header = new Uint8Array(5)
   #headerFill = 0
   #remaining = 0
@@ -60,6 +62,8 @@ export class OutputSplitter {
    * caller clears it. See UnnamedStatementCache.
    */
   meaningMayChange = false
+  /** Rewrites each whole ErrorResponse frame before it goes out (gathered whole first); none: sent as is. */
+  rewriteError: ((frame: Uint8Array) => Uint8Array) | undefined
 
   /** Bytes ready to write to the client, and resets the buffer. */
   take(): Uint8Array | undefined {
@@ -111,6 +115,7 @@ export class OutputSplitter {
         if (runStart >= 0) this.#out.append(chunk.subarray(runStart, i))
         runStart = -1
         if (mode === 'hold') this.#held.append(chunk.subarray(i, i + 5))
+        else if (mode === 'error') this.#error.append(chunk.subarray(i, i + 5))
         i += 5
         this.#begin(type, mode, length - 4)
         continue
@@ -124,10 +129,12 @@ export class OutputSplitter {
         const piece = chunk.subarray(i, i + take)
         if (this.#mode === 'forward') this.#out.append(piece)
         else if (this.#mode === 'hold') this.#held.append(piece)
+        else if (this.#mode === 'error') this.#error.append(piece)
         this.#remaining -= take
         i += take
         if (this.#remaining === 0) {
           if (this.#type === Msg.ReadyForQuery && take > 0) this.lastStatus = piece[take - 1]!
+          if (this.#mode === 'error') this.#endError()
           this.#mode = 'forward'
         }
         continue
@@ -143,6 +150,7 @@ export class OutputSplitter {
         const mode = this.#modeFor(type)
         if (mode === 'forward') this.#out.append(this.#header)
         else if (mode === 'hold') this.#held.append(this.#header)
+        else if (mode === 'error') this.#error.append(this.#header)
         this.#begin(type, mode, length - 4)
       }
     }
@@ -160,7 +168,10 @@ export class OutputSplitter {
     // Notifications reach clients through the multiplexer's routing, never
     // as part of whichever client's output they happened to appear in.
     if (type === Msg.Notification) return 'drop'
-    if (type === Msg.ErrorResponse) this.errorSeen = true
+    if (type === Msg.ErrorResponse) {
+      this.errorSeen = true
+      if (this.rewriteError) return 'error'
+    }
     if (type === Msg.ReadyForQuery && this.dropReady) return 'drop'
     if (type === Msg.CommandComplete && this.holdComplete) return 'hold'
     if (type === Msg.CopyInResponse && this.dropCopyIn) {
@@ -170,7 +181,15 @@ export class OutputSplitter {
     return 'forward'
   }
 
+  /** A whole ErrorResponse was gathered: it goes out rewritten. */
+  #endError(): void {
+    const error = this.#error
+    this.#out.append(this.rewriteError!(error.bytes.subarray(0, error.length)))
+    error.length = 0
+  }
+
   #begin(type: number, mode: Mode, bodyLength: number): void {
+    if (mode === 'error' && bodyLength === 0) this.#endError()
     this.#type = type
     this.#mode = bodyLength === 0 ? 'forward' : mode
     this.#remaining = bodyLength

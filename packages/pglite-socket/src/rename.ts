@@ -4,6 +4,8 @@ import { Msg, concat, readCString } from './wire.js'
 const utf8 = new TextEncoder()
 /** Longer names are replaced by a digest, so that renaming never pushes a small message over its size limit. */
 const MAX_KEPT_NAME = 128
+/** Long names remembered for error messages, at most (a client could make any number). */
+const MAX_LONG_NAMES = 1024
 
 /**
  * Gives each client its own namespace of prepared statements and portals on
@@ -18,6 +20,8 @@ export class StatementRenamer {
   readonly #prefix: string
   /** Statement names this client created (renamed), to close on disconnect. */
   readonly statements = new Set<string>()
+  /** Digest name (after the prefix) -> the client's name, for names too long to keep (error messages show the client's). */
+  readonly longNames = new Map<string, string>()
 
   constructor(prefix: string) {
     this.#prefix = prefix
@@ -82,7 +86,9 @@ export class StatementRenamer {
   #name(name: string): string {
     if (!name) return ''
     if (name.length <= MAX_KEPT_NAME) return this.#prefix + name
-    return `${this.#prefix}h${createHash('sha256').update(name).digest('hex').slice(0, 40)}`
+    const digest = `h${createHash('sha256').update(name).digest('hex').slice(0, 40)}`
+    if (this.longNames.size < MAX_LONG_NAMES) this.longNames.set(digest, name)
+    return this.#prefix + digest
   }
 
   #rebuild(type: number, names: string[], rest: Uint8Array): Uint8Array {

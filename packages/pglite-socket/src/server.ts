@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
-import { chmod, lstat, unlink } from 'node:fs/promises'
+import { chmod, lstat, mkdir, stat, unlink } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
 import { DatabaseHost, type HostOptions } from './host.js'
 import { Session } from './session.js'
@@ -14,8 +15,14 @@ export interface PGliteServerOptions extends HostOptions {
   readonly path?: string
   /** More clients than this get SQLSTATE 53300. @default 100 */
   readonly maxConnections?: number
-  /** Allow a non-loopback `host` without a `password`. @default false */
+  /** Allow a non-loopback `host` without a `password` (an empty one counts as none). @default false */
   readonly trustRemote?: boolean
+  /**
+   * Output a client has not read yet beyond which the server drops that
+   * client (its transaction is rolled back). Below it, a client with more
+   * than 4 MiB unread gets no new request run until it reads. @default 268435456 (256 MiB)
+   */
+  readonly maxUnreadBytes?: number
 }
 
 export type ServerAddress = { readonly host: string; readonly port: number } | { readonly path: string }
@@ -80,20 +87,27 @@ export class PGliteServer extends EventEmitter {
     const o = this.#options
     const host = o.host ?? '127.0.0.1'
     if (!o.path && !isLoopback(host)) {
-      if (o.password === undefined && !o.trustRemote) {
-        throw new Error(`listening on ${host} lets other machines in: set a \`password\`, or \`trustRemote\` to accept that`)
+      // An empty password is no password: nothing to guess.
+      if (!o.password && !o.trustRemote) {
+        throw new Error(`listening on ${host} lets other machines in: set a non-empty \`password\`, or \`trustRemote\` to accept that`)
       }
-      if (o.password === undefined) this.#warn(`listening on ${host} with no password: anyone who can reach it has full access`)
+      if (!o.password) this.#warn(`listening on ${host} with no password: anyone who can reach it has full access`)
     }
     await this.#host.init()
     const server = createServer({ noDelay: true }, (socket) => this.#accept(socket))
-    if (o.path) await removeStaleSocket(o.path)
+    if (o.path) {
+      await makeSocketFolder(o.path)
+      await removeStaleSocket(o.path)
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException): void => {
+        const where = o.path ?? `${host}:${o.port ?? 5432}`
         reject(
           err.code === 'EADDRINUSE'
-            ? new Error(`${o.path ?? `${host}:${o.port ?? 5432}`} is already in use`, { cause: err })
-            : err,
+            ? new Error(`${where} is already in use`, { cause: err })
+            : err.code === 'EACCES'
+              ? new Error(`cannot listen on ${where}: permission denied${o.path ? ` (can this user create files in ${dirname(o.path)}?)` : ''}`, { cause: err })
+              : err,
         )
       }
       server.once('error', onError)
@@ -129,13 +143,35 @@ export class PGliteServer extends EventEmitter {
       socket.end(errorResponse('53300', 'sorry, too many clients already', 'FATAL'), () => socket.destroy())
       return
     }
+    const maxUnread = this.#options.maxUnreadBytes ?? 256 * 1024 * 1024
     const session = new Session(this.#host, {
       write: (bytes) => {
-        if (!socket.destroyed) socket.write(bytes)
+        if (socket.destroyed) return
+        socket.write(bytes)
+        // A client that does not read must not make the server hold its results without end.
+        if (socket.writableLength > maxUnread) socket.destroy()
       },
       end: () => {
-        if (!socket.destroyed) socket.end()
+        if (socket.destroyed) return
+        // A peer that never closes its side must not keep the connection slot.
+        socket.end(() => socket.destroy())
+        setTimeout(() => socket.destroy(), END_GRACE_MS).unref()
       },
+      remoteAddress: socket.remoteAddress ?? 'local',
+      get backlogBytes() {
+        return socket.writableLength
+      },
+      drained: () =>
+        new Promise<void>((resolve) => {
+          if (socket.destroyed || socket.writableLength === 0) return resolve()
+          const done = (): void => {
+            socket.off('drain', done)
+            socket.off('close', done)
+            resolve()
+          }
+          socket.on('drain', done)
+          socket.on('close', done)
+        }),
     })
     this.#sessions.add(session)
     this.emit('connection', session.processId)
@@ -171,6 +207,9 @@ export class PGliteServer extends EventEmitter {
   }
 }
 
+/** How long an ended connection may take to flush before it is cut. */
+const END_GRACE_MS = 5_000
+
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'))
 }
@@ -191,3 +230,30 @@ async function removeStaleSocket(path: string): Promise<void> {
   if (inUse) throw new Error(`${path} is already in use`)
   await unlink(path)
 }
+
+/**
+ * Creates the folder of a Unix socket path when it is missing (owner-only,
+ * as PostgreSQL's socket directories are), one level at a time: Node's
+ * recursive mkdir never returns for some paths (under /proc).
+ */
+async function makeSocketFolder(path: string): Promise<void> {
+  const missing: string[] = []
+  let dir = dirname(path)
+  for (;;) {
+    const st = await stat(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))
+    if (st) {
+      if (!st.isDirectory()) throw new Error(`cannot listen on ${path}: ${dir} is not a folder`)
+      break
+    }
+    missing.unshift(dir)
+    const parent = dirname(dir)
+    if (parent === dir) break
+    dir = parent
+  }
+  for (const folder of missing) {
+    await mkdir(folder, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw new Error(`cannot listen on ${path}: the folder ${folder} is missing and could not be created (${err.code})`, { cause: err })
+    })
+  }
+}
+

@@ -1,8 +1,11 @@
 import { randomInt } from 'node:crypto'
-import { ProtocolError, type EngineLease } from '@pgwasm/pglite'
+import { ProtocolError, type EngineLease, type LeaseClient } from '@pgwasm/pglite'
 import { Authenticator, type AuthMethod } from './auth.js'
 import { CopyInScript, type ScriptEngine } from './copy-script.js'
 import { BatchBuilder } from './batch.js'
+import type { AuthThrottle } from './auth-throttle.js'
+import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
+import { ClientNames } from './client-names.js'
 import { FrameReader } from './frame-reader.js'
 import { cleanupMessage } from './cleanup.js'
 import { droppedDatabase, mayNeedInspection } from './listen.js'
@@ -12,12 +15,15 @@ import { OutputSplitter } from './output.js'
 import { StatementRenamer } from './rename.js'
 import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from './unnamed-cache.js'
 import { LeaseScriptEngine } from './script-engine.js'
+import { mayWaitForAdvisoryLock, refusedForBusyLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
 import { readStartupRequest, startupReply } from './startup.js'
+import { NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
 import {
   EXTENDED_TYPES,
   Msg,
   concat,
+  copyFail,
   copyOut,
   cstrings,
   frame,
@@ -33,6 +39,12 @@ export interface Transport {
   write(bytes: Uint8Array): void
   /** Ends the connection after pending writes. */
   end(): void
+  /** Where the client connects from (for the password throttle); one key for all when absent. */
+  readonly remoteAddress?: string
+  /** Bytes written but not yet taken by the client. */
+  readonly backlogBytes?: number
+  /** Resolves once the client has taken what was written (or left). */
+  drained?(): Promise<void>
 }
 
 /** What sessions share: the databases, limits and password settings of a server. */
@@ -41,8 +53,16 @@ export interface SessionHost {
   readonly authMethod: AuthMethod
   readonly syncTimeoutMs: number
   readonly maxMessageBytes: number
+  /** See HostOptions. */
+  readonly idleInTransactionTimeoutMs: number
+  readonly authenticationTimeoutMs: number
+  readonly maxCopyBytes: number
+  readonly authThrottle: AuthThrottle
   readonly serverVersion: string
-  /** The multiplexer of the named database, creating its instance on first use. */
+  /**
+   * The multiplexer of the named database, creating its instance on first use.
+   * @throws {UnknownDatabaseError} (`code` 'UNKNOWN_DATABASE') for a database it does not have.
+   */
   database(name: string): Promise<Multiplexer>
   /** Called after a client ran `DROP DATABASE name`. */
   dropped(name: string): void
@@ -58,6 +78,17 @@ const enum Status {
 }
 /** Engine output waiting in the splitter is sent once it grows past this. */
 const FLUSH_BYTES = 262_144
+/**
+ * The next request of a client waits while more than this of its output is
+ * still unread by it: a slow reader holds at most this plus one request's output.
+ */
+const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
+/**
+ * An extended-protocol sequence is run before its Sync or Flush arrives only
+ * once it is this large: until then it waits in the receive buffer and the
+ * engine stays free for the others.
+ */
+const MAX_DEFERRED_BYTES = 16 * 1024 * 1024
 
 let nextProcessId = 1000
 
@@ -95,6 +126,7 @@ function nulAfter(buffer: Uint8Array, from: number, end: number): number {
  */
 export class Session implements MuxClient {
   readonly processId = nextProcessId++
+  readonly leaseClient: LeaseClient = { id: this.processId, pid: this.processId }
   readonly secret = randomInt(1, 0x7fffffff)
   readonly #host: SessionHost
   readonly #transport: Transport
@@ -116,14 +148,20 @@ export class Session implements MuxClient {
    * Describe of the unnamed statement finds the same SQL.
    */
   #unnamedAlias: Uint8Array | undefined
-  #state: 'startup' | 'auth' | 'ready' | 'closed' = 'startup'
+  #state: 'startup' | 'auth' | 'attach' | 'ready' | 'closed' = 'startup'
+  #database = 'postgres'
   #pumping = false
+  /** Counts receive() calls: bytes that came while a read made no progress make it read again. */
+  #arrivals = 0
   #auth: Authenticator | undefined
   #user = 'postgres'
   #applicationName = ''
   #mux: Multiplexer | undefined
   readonly #renamer: StatementRenamer
   readonly #splitter = new OutputSplitter()
+  /** The batch may wait for a busy advisory lock; #lockBusy: its last run was refused one. */
+  #lockWait = false
+  #lockBusy = false
   #listens: ListenRouting | undefined
   #inTransaction = false
   #unsynced = false
@@ -134,6 +172,16 @@ export class Session implements MuxClient {
   /** Output of a cached-statement batch held until it is known to have bound. */
   readonly #held: Uint8Array[] = []
   #copyIn: Uint8Array[] = []
+  #copyInBytes = 0
+  /** The COPY failed for its size: CopyData up to its CopyDone or CopyFail is dropped. */
+  #discardingCopy = false
+  /** Whole extended-protocol frames wait in the input for their Sync or Flush. */
+  #awaitingSync = false
+  readonly #timeouts: ClientTimeouts
+  readonly #names: ClientNames
+  #authTimer: ReturnType<typeof setTimeout> | undefined
+  /** This connection's password attempt took its turn with the throttle. */
+  #throttled = false
   #scriptListens = false
   #skipToSync = false
   #syncTimer: ReturnType<typeof setTimeout> | undefined
@@ -146,6 +194,21 @@ export class Session implements MuxClient {
     this.#batchBuilder = new BatchBuilder(this.#input)
     this.#renamer = new StatementRenamer(`c${this.processId}_`)
     this.#cache = new UnnamedStatementCache(`c${this.processId}`, host.maxMessageBytes)
+    this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
+    this.#splitter.rewriteError = this.#names.rewriteError
+    this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
+    if (host.authenticationTimeoutMs > 0) {
+      // PostgreSQL's authentication_timeout: a stalled startup must not keep a connection slot.
+      this.#authTimer = setTimeout(() => this.#close(), host.authenticationTimeoutMs)
+      this.#authTimer.unref?.()
+    }
+  }
+
+  /** A timeout of this client ran out: end it as PostgreSQL would (the cleanup rolls it back). */
+  readonly #expire = (kind: TimeoutKind): void => {
+    const { code, message } = TIMEOUT_ERRORS[kind]
+    this.#host.log(`session ${this.processId}: ${message}`)
+    this.#fatal(code, message)
   }
 
   get pinned(): boolean {
@@ -156,11 +219,27 @@ export class Session implements MuxClient {
     return this.#state === 'closed'
   }
 
+  get closed(): boolean {
+    return this.#state === 'closed'
+  }
+
+  /** This client's own session settings (MuxClient). */
+  settings: ClientSettings = NO_SETTINGS
+  /** Its last batch may have changed one (MuxClient). */
+  settingsChanged = false
+
   /** Bytes from the client. */
   receive(bytes: Uint8Array): void {
     if (this.#state === 'closed') return
+    this.#timeouts.busy()
     this.#input.append(bytes)
+    this.#arrivals++
     void this.#pump()
+  }
+
+  /** Ends the connection with a FATAL error: `pg_terminate_backend()` of this client's pid. */
+  terminate(code: string, message: string): void {
+    this.#fatal(code, message)
   }
 
   deliverNotification(notification: Uint8Array): void {
@@ -172,9 +251,18 @@ export class Session implements MuxClient {
     this.#pumping = true
     try {
       while (this.#state !== 'closed' && this.#input.buffered > 0) {
-        const progressed =
-          this.#state === 'startup' ? this.#readStartup() : this.#state === 'auth' ? this.#readAuth() : await this.#readFrames()
-        if (!progressed) break
+        const state = this.#state
+        if (state === 'attach') break
+        if (state === 'ready' && (this.#transport.backlogBytes ?? 0) > MAX_BACKLOG_BYTES && this.#transport.drained) {
+          // Backpressure: no new request while the client has not read the last ones.
+          this.#waitForClient()
+          await this.#transport.drained()
+          this.#timeouts.busy()
+          continue
+        }
+        const arrivals = this.#arrivals
+        const progressed = state === 'startup' ? this.#readStartup() : state === 'auth' ? await this.#readAuth() : await this.#readFrames()
+        if (!progressed && arrivals === this.#arrivals) break
       }
     } catch (err) {
       if (err instanceof ProtocolError) {
@@ -187,6 +275,13 @@ export class Session implements MuxClient {
     } finally {
       this.#pumping = false
     }
+    this.#waitForClient()
+  }
+
+  /** The client's turn to send: its idle timeouts run until it does. */
+  #waitForClient(): void {
+    if (this.#state !== 'ready') return
+    this.#timeouts.idle(this.#inTransaction, this.#mux!.idleSessionTimeoutMs)
   }
 
   #readStartup(): boolean {
@@ -208,33 +303,42 @@ export class Session implements MuxClient {
       case 'startup':
         this.#user = request.user
         this.#applicationName = request.applicationName
+        // Its startup parameters are its first settings (put on the session with its first batch).
+        this.settings = startupSettings(request.params)
+        this.#database = request.database
         this.#host.log(`session ${this.processId}: startup user=${request.user} database=${request.database}`)
-        void this.#attach(request.database)
+        if (this.#host.password !== undefined) {
+          // Nothing that costs the server (an instance for a new database name) before the password.
+          this.#auth = new Authenticator(this.#host.authMethod, this.#host.password, this.#user)
+          this.#state = 'auth'
+          this.#transport.write(this.#auth.begin())
+          return true
+        }
+        void this.#attach()
         return false
     }
   }
 
-  async #attach(database: string): Promise<void> {
+  async #attach(): Promise<void> {
+    const database = this.#database
+    this.#state = 'attach'
     try {
       this.#mux = await this.#host.database(database)
       this.#listens = new ListenRouting(this.#mux, this)
     } catch (err) {
-      this.#fatal('3D000', `database "${database}" is not available: ${err instanceof Error ? err.message : String(err)}`)
+      const unknown = err instanceof Error && (err as Error & { code?: unknown }).code === 'UNKNOWN_DATABASE'
+      this.#fatal('3D000', unknown ? err.message : `database "${database}" is not available: ${err instanceof Error ? err.message : String(err)}`)
       return
     }
-    if (this.#state === 'closed') return
-    if (this.#host.password !== undefined) {
-      this.#auth = new Authenticator(this.#host.authMethod, this.#host.password, this.#user)
-      this.#state = 'auth'
-      this.#transport.write(this.#auth.begin())
-    } else {
-      this.#ready()
-    }
+    if (this.isClosed) return
+    this.#ready()
     void this.#pump()
   }
 
   #ready(): void {
     this.#state = 'ready'
+    if (this.#authTimer) clearTimeout(this.#authTimer)
+    this.#authTimer = undefined
     this.#transport.write(
       startupReply({
         user: this.#user,
@@ -246,22 +350,31 @@ export class Session implements MuxClient {
     )
   }
 
-  #readAuth(): boolean {
+  async #readAuth(): Promise<boolean> {
     const message = this.#input.frame(false)
     if (!message) return false
     if (message[0] !== Msg.Password) {
       this.#fatal('08P01', `expected a password message, got type 0x${message[0]!.toString(16)}`)
       return false
     }
+    const throttle = this.#host.authThrottle
+    const address = this.#transport.remoteAddress ?? ''
+    const wait = this.#throttled ? 0 : throttle.delayFor(address)
+    this.#throttled = true
+    // An address that just failed waits its turn (parallel connections too): guessing stays slow.
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+    if (this.#state === 'closed') return false
     const step = this.#auth!.step(message.subarray(5))
     if (step.reply) this.#transport.write(step.reply)
     if (!step.done) return true
     if (!step.ok) {
+      throttle.failed(address)
       this.#fatal('28P01', `password authentication failed for user "${this.#user}"`)
       return false
     }
-    this.#ready()
-    return true
+    throttle.succeeded(address)
+    void this.#attach()
+    return false
   }
 
   /**
@@ -272,6 +385,7 @@ export class Session implements MuxClient {
    */
   async #readFrames(): Promise<boolean> {
     this.#clearSyncTimer()
+    this.#awaitingSync = false
     const input = this.#input
     // A refused cached statement is retried as sent, which is only safe where
     // its failure ends nothing but the implicit transaction: outside a block.
@@ -301,6 +415,7 @@ export class Session implements MuxClient {
     for (;;) {
       const size = input.peekFrame(true)
       if (size === 0) break
+      const hadProgress = consumed
       consumed = true
       const buffer = input.bytes
       const at = input.offset
@@ -309,6 +424,15 @@ export class Session implements MuxClient {
         input.skip(size)
         terminate = true
         break
+      }
+      if (this.#discardingCopy) {
+        // The rest of a COPY that failed for its size, dropped as Postgres drops copy messages after a failed COPY.
+        if (type === Msg.CopyData || type === Msg.CopyDone || type === Msg.CopyFail) {
+          input.skip(size)
+          if (type !== Msg.CopyData) this.#discardingCopy = false
+          continue
+        }
+        this.#discardingCopy = false
       }
       if (this.#script) {
         if (!(await this.#takeCopyIn(input.take(size)))) break
@@ -323,6 +447,13 @@ export class Session implements MuxClient {
           this.#transport.write(readyForQuery(statusLetter(this.#status)))
         }
         continue
+      }
+      if (!this.#unsynced && !this.#inTransaction && EXTENDED_TYPES.has(type) && !this.#sequenceArrived()) {
+        // Run the sequence only once its Sync (or Flush) is here: a client
+        // that goes quiet in the middle of one must not hold the engine.
+        this.#awaitingSync = true
+        consumed = hadProgress
+        break
       }
       if (type === Msg.Query || type === Msg.Parse) {
         const end = at + size
@@ -386,8 +517,31 @@ export class Session implements MuxClient {
       this.#close()
       return false
     }
-    if (this.#unsynced && this.#state === 'ready') this.#armSyncTimer()
+    if ((this.#unsynced || this.#awaitingSync) && this.#state === 'ready') this.#armSyncTimer()
     return consumed
+  }
+
+  /**
+   * Whether the extended-protocol sequence that starts at the input's offset
+   * has its Sync or Flush (or any other message that ends it) among the whole
+   * frames received, or has grown past {@link MAX_DEFERRED_BYTES}. Reads
+   * only frame headers; a bad header counts as arrived, for the frame loop to refuse.
+   */
+  #sequenceArrived(): boolean {
+    const input = this.#input
+    const buffer = input.bytes
+    const start = input.offset
+    const end = start + input.buffered
+    let at = start
+    while (at + 5 <= end) {
+      const type = buffer[at]!
+      if (type === Msg.Flush || !EXTENDED_TYPES.has(type)) return true
+      const length = readInt32(buffer, at + 1) >>> 0
+      if (length < 4) return true
+      at += 1 + length
+      if (at - start > MAX_DEFERRED_BYTES) return true
+    }
+    return false
   }
 
   /**
@@ -423,14 +577,18 @@ export class Session implements MuxClient {
   async #takeCopyIn(f: Uint8Array): Promise<boolean> {
     const type = f[0]!
     if (type === Msg.CopyData) {
-      this.#copyIn.push(f)
+      this.#copyInBytes += f.length
+      if (this.#copyInBytes <= this.#host.maxCopyBytes) {
+        this.#copyIn.push(f)
+        return true
+      }
+      // Fail the COPY now rather than hold more of it; the rest of its data is dropped.
+      this.#discardingCopy = true
+      const reason = `more than ${this.#host.maxCopyBytes} bytes of COPY data before CopyDone (the server's \`maxCopyBytes\`)`
+      await this.#endCopy([copyFail(reason)])
     } else if (type === Msg.CopyDone || type === Msg.CopyFail) {
       this.#copyIn.push(f)
-      const script = this.#script!
-      const messages = this.#copyIn
-      this.#script = undefined
-      this.#copyIn = []
-      await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, messages))
+      await this.#endCopy(this.#copyIn)
     } else if (type !== Msg.Flush && type !== Msg.Sync) {
       const code = type.toString(16).toUpperCase().padStart(2, '0')
       this.#transport.write(errorResponse('08P01', `unexpected message type 0x${code} during COPY from stdin`))
@@ -440,13 +598,30 @@ export class Session implements MuxClient {
     return true
   }
 
+  /** Gives the waiting COPY script its data (ending with CopyDone or CopyFail). */
+  async #endCopy(messages: Uint8Array[]): Promise<void> {
+    const script = this.#script!
+    this.#script = undefined
+    this.#copyIn = []
+    this.#copyInBytes = 0
+    await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, messages))
+  }
+
   async #runBatch(message: Uint8Array, listenChanged: boolean, meaning = false): Promise<void> {
     this.#batch = message
     this.#batchListens = listenChanged
     this.#batchMeaning = meaning
     try {
-      await this.#mux!.run(this, this.#runBatchWork)
+      // A lone Query outside a transaction that takes an advisory lock waits for it (lock-wait.ts).
+      this.#lockWait = !this.#inTransaction && !this.#unsynced && mayWaitForAdvisoryLock(message)
+      for (;;) {
+        this.#lockBusy = false
+        await this.#mux!.run(this, this.#runBatchWork)
+        if (!this.#lockBusy || this.#state === 'closed') break
+        await this.#mux!.lockReleased(this)
+      }
     } finally {
+      this.#lockWait = false
       this.#batch = EMPTY
     }
   }
@@ -457,6 +632,7 @@ export class Session implements MuxClient {
     if (this.#state === 'closed') return
     const splitter = this.#splitter
     splitter.lastStatus = 0
+    const wasInTransaction = this.#inTransaction
     try {
       let message = this.#batch
       const plan = this.#batchPlan
@@ -466,16 +642,40 @@ export class Session implements MuxClient {
         this.#dropCached(lease, plan)
         message = plan.original
       }
-      lease.execProtocolRawStream(message, this.#onOutput)
+      if (this.#lockWait) {
+        const chunks: Uint8Array[] = []
+        lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
+        const reply = concat(chunks)
+        if (refusedForBusyLock(reply)) {
+          // Rolled back whole and idle again: nothing reaches the client; it runs again when a lock goes.
+          this.#lockBusy = true
+          return
+        }
+        this.#onOutput(reply)
+      } else {
+        lease.execProtocolRawStream(message, this.#onOutput)
+      }
       if (this.#batchPlan) this.#settlePlan(lease, this.#batchPlan)
-      this.#noteMeaning(this.#batchMeaning)
+      this.#noteMeaning(this.#batchMeaning, lease)
       // An UNLISTEN by this client must not end another client's LISTEN.
       if (this.#batchListens) this.#listens!.relisten(lease)
     } catch (err) {
       this.#engineFailed(err)
     }
     if (splitter.lastStatus !== 0) this.#setStatus(splitter.lastStatus)
+    if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
     this.#flush()
+  }
+
+  /** After a request of a client that is or was in a transaction block: its timeouts as the engine has them now. */
+  #noteTransaction(lease: EngineLease, wasInTransaction: boolean): void {
+    if (this.#inTransaction) {
+      this.#timeouts.inTransaction(lease.sessionTimeouts, !wasInTransaction)
+    } else {
+      this.#timeouts.outOfTransaction()
+      // A SET in the block may have been rolled back, or committed for everyone.
+      this.#mux!.readSettings(lease)
+    }
   }
 
   /**
@@ -487,15 +687,17 @@ export class Session implements MuxClient {
     await this.#mux!.run(this, (lease) => {
       if (this.#state === 'closed') return
       let waiting = false
+      const wasInTransaction = this.#inTransaction
       try {
         waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#onOutput, this.#send, this.#status))
         // A query string holding COPY can hold anything else too.
-        this.#noteMeaning(true)
+        this.#noteMeaning(true, lease)
         if (!waiting && listenChanged) this.#listens!.relisten(lease)
       } catch (err) {
         this.#engineFailed(err)
       }
       this.#setStatus(script.status)
+      if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
       this.#flush()
       if (waiting) {
         this.#script = script
@@ -588,9 +790,14 @@ export class Session implements MuxClient {
   }
 
   /** Moves the multiplexer's cache epoch on after engine work that may change what SQL means. */
-  #noteMeaning(sqlSaysSo: boolean): void {
+  #noteMeaning(sqlSaysSo: boolean, lease?: EngineLease): void {
     const splitter = this.#splitter
-    if (sqlSaysSo || splitter.meaningMayChange) this.#mux!.cacheEpoch++
+    if (sqlSaysSo || splitter.meaningMayChange) {
+      this.settingsChanged = true
+      this.#mux!.cacheEpoch++
+      // It may have been a SET of idle_session_timeout, shared by every client.
+      if (lease) this.#mux!.readSettings(lease)
+    }
     splitter.meaningMayChange = false
   }
 
@@ -643,6 +850,11 @@ export class Session implements MuxClient {
     if (this.#state === 'closed') return
     this.#state = 'closed'
     this.#clearSyncTimer()
+    this.#timeouts.stop()
+    if (this.#authTimer) clearTimeout(this.#authTimer)
+    // What it held for the engine goes now, not when the socket object does.
+    this.#copyIn = []
+    this.#held.length = 0
     this.#transport.end()
     void this.cleanup()
   }
@@ -679,6 +891,8 @@ export class Session implements MuxClient {
         this.#setStatus(Status.Idle)
         this.#unsynced = false
         if (message.length > 0) lease.execProtocolRawStream(message, () => {})
+        // As a disconnecting backend does: its session advisory locks go.
+        lease.forgetClient(this.processId)
       })
     } catch (err) {
       this.#host.log(`session ${this.processId}: cleanup failed: ${String(err)}`)

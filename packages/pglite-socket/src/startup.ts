@@ -43,7 +43,14 @@ export type StartupRequest =
   | { readonly kind: 'encryption' }
   | { readonly kind: 'cancel'; readonly processId: number; readonly secret: number }
   | { readonly kind: 'unsupported'; readonly version: string }
-  | { readonly kind: 'startup'; readonly user: string; readonly database: string; readonly applicationName: string }
+  | {
+      readonly kind: 'startup'
+      readonly user: string
+      readonly database: string
+      readonly applicationName: string
+      /** Every parameter of the packet (settings among them). */
+      readonly params: ReadonlyMap<string, string>
+    }
 
 /** Reads a startup-phase packet (SSLRequest, GSSENCRequest, CancelRequest or StartupMessage). */
 export function readStartupRequest(packet: Uint8Array): StartupRequest {
@@ -53,5 +60,5 @@ export function readStartupRequest(packet: Uint8Array): StartupRequest {
   if (code !== StartupCode.Protocol3) return { kind: 'unsupported', version: `${code >>> 16}.${code & 0xffff}` }
   const params = readStartupParams(packet)
   const user = params.get('user') ?? 'postgres'
-  return { kind: 'startup', user, database: params.get('database') || user, applicationName: params.get('application_name') ?? '' }
+  return { kind: 'startup', user, database: params.get('database') || user, applicationName: params.get('application_name') ?? '', params }
 }

@@ -279,4 +279,24 @@ describe('the CLI', () => {
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--port must be 0-65535, got many')
   })
+  it('refuses an empty --password on a non-loopback --host like no password, exiting 1', { timeout: 120_000 }, async () => {
+    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', '0', '--host', '0.0.0.0', '--password', ''], {
+      timeoutMs: CLI_MS,
+      cwd: repoRoot,
+      env: { ...cliEnv(), PGWASM_PASSWORD: '' },
+    })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('lets other machines in')
+    expect(result.stdout).not.toContain('serving')
+  })
+
+  it('exits 2 with the usage when --idle-in-transaction-timeout is not a number of ms', { timeout: 120_000 }, async () => {
+    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--idle-in-transaction-timeout', '1m'], {
+      timeoutMs: CLI_MS,
+      cwd: repoRoot,
+      env: cliEnv(),
+    })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--idle-in-transaction-timeout must be a whole number of ms >= 0, got 1m')
+  })
 })

@@ -140,7 +140,7 @@ describe('raw protocol: COPY and pipelining', () => {
       const reply = await raw.until('Z')
       expect(reply.map((m) => m.type)).toEqual(['C', 'Z'])
       expect(reply[0]!.body.toString('utf8')).toBe('COPY 3\u0000')
-      const { rows } = await served.db.query<{ id: number; name: string }>('select id, name from copied order by id')
+      const { rows } = await served.db.query<{ id: number; name: string }>('select id, name from copied where id <= 3 order by id')
       expect(rows).toEqual([
         { id: 1, name: 'one' },
         { id: 2, name: 'two' },
@@ -151,7 +151,7 @@ describe('raw protocol: COPY and pipelining', () => {
 
   it('sends rows with COPY TO STDOUT as CopyOutResponse, CopyData and CopyDone', async () => {
     await withRawClient(served.port, async (raw) => {
-      raw.write(queryFrame('copy (select id, name from copied where id <= 2 order by id) to stdout'))
+      raw.write(queryFrame(`copy (select * from (values (1, 'one'), (2, 'two')) as v (id, name) order by id) to stdout`))
       const reply = await raw.until('Z')
       expect(reply.map((m) => m.type)).toEqual(['H', 'd', 'd', 'c', 'C', 'Z'])
       expect(reply.filter((m) => m.type === 'd').map((m) => m.body.toString('utf8'))).toEqual(['1\tone\n', '2\ttwo\n'])
@@ -441,6 +441,24 @@ describe('Unix socket', () => {
 
   it('refuses a socket path another live server is using', async () => {
     await expect(new PGliteServer({ db: database.db, path: join(dir, '.s.PGSQL.5432') }).start()).rejects.toThrow(/already in use/)
+  })
+
+  it('creates a missing socket folder (owner-only), and names a path it cannot use', async () => {
+    const nested = join(dir, 'run', 'pgwasm', '.s.PGSQL.5433')
+    const third = new PGliteServer({ db: database.db, path: nested })
+    await third.start()
+    try {
+      expect(statSync(nested).isSocket()).toBe(true)
+      expect(statSync(join(dir, 'run', 'pgwasm')).mode & 0o777).toBe(0o700)
+      const client = new pg.Client({ host: join(dir, 'run', 'pgwasm'), port: 5433, user: 'postgres', database: 'postgres' })
+      await client.connect()
+      expect((await client.query('select 1 as ok')).rows).toEqual([{ ok: 1 }])
+      await client.end()
+    } finally {
+      await third.stop()
+    }
+    writeFileSync(join(dir, 'a-file'), '')
+    await expect(new PGliteServer({ db: database.db, path: join(dir, 'a-file', '.s.PGSQL.5432') }).start()).rejects.toThrow(/a-file is not a folder/)
   })
 })
 

@@ -36,28 +36,76 @@ const mutated = fc
     }
   })
 
-/** Sends the startup packet then `bytes`, and waits until the server answers or closes (bounded). */
-function throwAtServer(port: number, bytes: Uint8Array): Promise<void> {
+/** What the server did with one input: every frame it sent after the handshake, and whether it closed. */
+interface Verdict {
+  frames: { type: string; body: Buffer }[]
+  /** Bytes after the last whole frame: the server never sends half a frame and stops. */
+  trailing: number
+  closedByServer: boolean
+}
+
+const BACKEND_TYPES = new Set('RSKZTDCEINAnst123GHdcWv'.split(''))
+const FRONTEND_TYPES = new Set('QPBDESHCdcfFXp'.split(''))
+
+/** Sends the startup packet then `bytes`; collects the answer until the server closes or 400 ms pass. */
+function throwAtServer(port: number, bytes: Uint8Array): Promise<Verdict> {
   return new Promise((resolve) => {
     const socket = connect(port, HOST)
-    let replies = 0
+    const chunks: Buffer[] = []
+    let closedByServer = false
     const done = (): void => {
       clearTimeout(timer)
       socket.destroy()
-      resolve()
+      const all = Buffer.concat(chunks)
+      const frames: Verdict['frames'] = []
+      let at = 0
+      while (at + 5 <= all.length) {
+        const length = all.readInt32BE(at + 1)
+        if (length < 4 || at + 1 + length > all.length) break
+        frames.push({ type: String.fromCharCode(all[at]!), body: all.subarray(at + 5, at + 1 + length) })
+        at += 1 + length
+      }
+      // Drop the handshake: up to and including the first ReadyForQuery.
+      const ready = frames.findIndex((f) => f.type === 'Z')
+      resolve({ frames: frames.slice(ready + 1), trailing: all.length - at, closedByServer })
     }
-    const timer = setTimeout(done, 300)
+    const timer = setTimeout(done, 400)
     socket.on('error', done)
-    socket.on('close', done)
+    socket.on('end', () => {
+      closedByServer = true
+      done()
+    })
     socket.on('connect', () => {
       socket.write(startupPacket())
       socket.write(bytes)
     })
-    socket.on('data', () => {
-      // First the handshake, then whatever our bytes got: enough seen.
-      if (++replies >= 2) setTimeout(done, 20)
-    })
+    socket.on('data', (chunk) => chunks.push(chunk))
   })
+}
+
+/** The field of an ErrorResponse with the given code letter. */
+function field(body: Buffer, code: string): string | undefined {
+  let at = 0
+  while (at < body.length && body[at] !== 0) {
+    const end = body.indexOf(0, at + 1)
+    if (String.fromCharCode(body[at]!) === code) return body.toString('utf8', at + 1, end)
+    at = end + 1
+  }
+  return undefined
+}
+
+/** The README's promise, per input: FATAL 08P01 and a close for malformed input, otherwise well-formed replies. */
+function checkVerdict(bytes: Uint8Array, v: Verdict): void {
+  expect(v.trailing, 'the server sent half a frame').toBe(0)
+  for (const f of v.frames) expect(BACKEND_TYPES.has(f.type), `unknown backend message ${f.type}`).toBe(true)
+  const fatal = v.frames.find((f) => f.type === 'E' && field(f.body, 'S') === 'FATAL')
+  // A connection the server ends, it ends with a FATAL that says why; and it ends every one it sent a FATAL to.
+  if (v.closedByServer) expect(fatal, 'closed without a FATAL').toBeDefined()
+  if (fatal) expect(v.closedByServer, `a FATAL (${field(fatal.body, 'M')}) but the connection stayed open`).toBe(true)
+  // An unknown message type in a whole header is malformed input.
+  if (bytes.length >= 5 && !FRONTEND_TYPES.has(String.fromCharCode(bytes[0]!))) {
+    expect(fatal && field(fatal.body, 'C')).toBe('08P01')
+  }
 }
 
 describe('socket server fuzzing', () => {
@@ -80,7 +128,7 @@ describe('socket server fuzzing', () => {
     try {
       await fc.assert(
         fc.asyncProperty(fc.oneof(mutated, fc.uint8Array({ minLength: 1, maxLength: 200 })), async (bytes) => {
-          await throwAtServer(served.port, bytes)
+          checkVerdict(bytes, await throwAtServer(served.port, bytes))
         }),
         { numRuns: Number(process.env.FUZZ_RUNS ?? 300), seed: 20251122 },
       )

@@ -126,7 +126,7 @@ describe('sessions sharing one engine', () => {
     }
   })
 
-  it('keeps a SET made outside a transaction visible to the other clients (documented limit)', async () => {
+  it('keeps a SET of a custom setting (a name with a dot) visible to the other clients (documented limit)', async () => {
     const a = await connect()
     const b = await connect()
     await a.query("set pgwasm_test.flag = 'from-a'")
@@ -190,6 +190,24 @@ describe('LISTEN / NOTIFY routing', () => {
     await a.query('listen self_ch')
     await a.query("notify self_ch, 'to-myself'")
     expect(a.at.got).toEqual([{ channel: 'self_ch', payload: 'to-myself' }])
+  })
+
+  it("gives a notification the sender's process id from its BackendKeyData, its own or another client's", async () => {
+    const a = await connect()
+    const b = await connect()
+    const pids: number[] = []
+    const both = deferred()
+    a.on('notification', (n) => {
+      pids.push(n.processId)
+      if (pids.length === 2) both.resolve()
+    })
+    await a.query('listen pid_ch')
+    await a.query("notify pid_ch, 'from-a'")
+    await b.query("notify pid_ch, 'from-b'")
+    await within(both.promise, WAIT_MS, 'two notifications')
+    const processIds = (c: pg.Client): number => (c as unknown as { processID: number }).processID
+    expect(processIds(a)).not.toBe(processIds(b))
+    expect(pids).toEqual([processIds(a), processIds(b)])
   })
 
   it('keeps delivering to one listener after the other listener of the channel UNLISTENs', async () => {
@@ -288,27 +306,42 @@ describe('disconnect cleanup', () => {
 
 describe('maxConnections', () => {
   const served = useServedDatabase({ maxConnections: 2 })
-  const clients: TestClient[] = []
 
   it('refuses a third client with 53300 and leaves the two connected ones working', async () => {
     const first = await served.connect()
     const second = await served.connect()
-    clients.push(first, second)
-    const third = new pg.Client({ host: '127.0.0.1', port: served.port, user: 'postgres', database: 'postgres' })
-    third.on('error', () => {})
-    await expect(third.connect()).rejects.toMatchObject({ code: '53300' })
-    expect((await first.query('select 1 as n')).rows).toEqual([{ n: 1 }])
-    expect((await second.query('select 2 as n')).rows).toEqual([{ n: 2 }])
+    try {
+      const third = new pg.Client({ host: '127.0.0.1', port: served.port, user: 'postgres', database: 'postgres' })
+      third.on('error', () => {})
+      await expect(third.connect()).rejects.toMatchObject({ code: '53300' })
+      expect((await first.query('select 1 as n')).rows).toEqual([{ n: 1 }])
+      expect((await second.query('select 2 as n')).rows).toEqual([{ n: 2 }])
+    } finally {
+      // Both slots free again before the next test counts on them.
+      const pid = (c: pg.Client): number => (c as unknown as { processID: number }).processID
+      const pending = new Set([pid(first), pid(second)])
+      const bothGone = deferred()
+      const onDisconnect = (pid: number) => pending.delete(pid) && pending.size === 0 && bothGone.resolve()
+      served.server.on('disconnect', onDisconnect)
+      await Promise.all([endQuietly(first), endQuietly(second)])
+      await within(bothGone.promise, WAIT_MS, 'both disconnect events')
+      served.server.off('disconnect', onDisconnect)
+    }
   })
 
   it('accepts a new client once one of the two has disconnected', async () => {
-    const leaving = clients.pop()!
+    const staying = await served.connect()
+    const leaving = await served.connect()
     const gone = deferred()
     served.server.once('disconnect', () => gone.resolve())
     await leaving.end()
     await within(gone.promise, WAIT_MS, 'the disconnect event')
     const next = await served.connect()
-    expect((await next.query('select 3 as n')).rows).toEqual([{ n: 3 }])
+    try {
+      expect((await next.query('select 3 as n')).rows).toEqual([{ n: 3 }])
+    } finally {
+      await Promise.all([endQuietly(staying), endQuietly(next)])
+    }
   })
 
   it('stops promptly after having refused a client and seen every client leave', async () => {
@@ -440,7 +473,7 @@ describe('in-process API and bridge', () => {
 })
 
 describe('database names', () => {
-  const served = useServedDatabase()
+  const served = useServedDatabase({ createDatabaseOnConnect: true })
   const connect = (database: string): Promise<TestClient> => served.connect({ database })
 
   it("gives another database name its own instance: tables don't cross", async () => {
@@ -463,11 +496,27 @@ describe('database names', () => {
     expect((await shadow.query('select id from in_shadow')).rows).toEqual([{ id: 7 }])
   })
 
-  it('closes the instance of a database on DROP DATABASE: a new connection finds it empty', async () => {
+  it('closes the instance of a database on DROP DATABASE: with createDatabaseOnConnect a new connection finds it empty', async () => {
     const main = await connect('postgres')
     await main.query('drop database if exists shadow')
     const again = await connect('shadow')
     const { rows } = await again.query("select count(*)::int as n from pg_tables where tablename = 'in_shadow'")
     expect(rows).toEqual([{ n: 0 }])
+  })
+})
+
+describe('database names without createDatabaseOnConnect', () => {
+  const served = useServedDatabase()
+  const connect = (database: string): Promise<TestClient> => served.connect({ database })
+
+  it('lets a client connect to a database made with CREATE DATABASE, and refuses it with 3D000 after DROP DATABASE', async () => {
+    const main = await connect('postgres')
+    await main.query('create database made_here')
+    const made = await connect('made_here')
+    await made.query('create table in_made (id int)')
+    expect((await made.query('select count(*)::int as n from in_made')).rows).toEqual([{ n: 0 }])
+    await made.end()
+    await main.query('drop database made_here')
+    await expect(connect('made_here')).rejects.toMatchObject({ code: '3D000', message: 'database "made_here" does not exist' })
   })
 })

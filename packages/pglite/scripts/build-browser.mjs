@@ -24,7 +24,13 @@ export default async function buildBrowser({ root, dist, entries }) {
     const templateFile = join(work, 'template.pgwt.gz')
     const made = execFileSync(process.execPath, [maker, templateFile], { cwd: root, encoding: 'utf8' })
     rmSync(maker)
-    const { engineVersion, arrayTypes } = JSON.parse(made.trim().split('\n').pop())
+    const { engineVersion, arrayTypes, guardRecords } = JSON.parse(made.trim().split('\n').pop())
+    // The Node build ships the same template (engine-files.ts), so a fresh
+    // install's first create() does not run initdb in the user's process.
+    const nodeTemplateDir = join(dist, 'engine')
+    mkdirSync(nodeTemplateDir, { recursive: true })
+    copyFileSync(templateFile, join(nodeTemplateDir, 'default-template.pgwt.gz'))
+    writeFileSync(join(nodeTemplateDir, 'default-template.json'), `${JSON.stringify({ engineVersion, arrayTypes, guardRecords })}\n`)
 
     const assetDir = join(out, 'assets')
     mkdirSync(assetDir, { recursive: true })
@@ -37,7 +43,7 @@ export default async function buildBrowser({ root, dist, entries }) {
       const bytes = readFileSync(file)
       gzipped[name] = (name.endsWith('.gz') ? bytes : gzipSync(bytes, { level: 9 })).toString('base64')
     }
-    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\nexport const arrayTypes = ${JSON.stringify(arrayTypes)}\n`)
+    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\nexport const arrayTypes = ${JSON.stringify(arrayTypes)}\nexport const guardRecords = ${JSON.stringify(guardRecords)}\n`)
     // One module per use: a reopen or a snapshot restore never parses the template's text.
     const groups = { core: ['pglite.wasm', 'pglite.data'], initdb: ['initdb.wasm'], template: ['template.pgwt.gz'] }
     for (const [group, names] of Object.entries(groups)) {

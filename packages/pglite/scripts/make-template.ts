@@ -6,6 +6,8 @@ import { loadAssets } from '../src/engine/assets.js'
 import type { DataTree } from '../src/engine/pgdata-tree.js'
 import { ARRAY_TYPES_SQL, getTemplate } from '../src/engine/template.js'
 import { PGlite } from '../src/pglite.js'
+import { builtinRecordsOf } from '../src/engine/client-functions.js'
+import { guardRecordsOf } from '../src/engine/session-guards.js'
 import { encodeTreeImage } from '../src/engine/tree-image.js'
 
 /** ControlFileData offsets (PostgreSQL 18, src/include/catalog/pg_control.h); keep in sync with the engine's major version. */
@@ -53,4 +55,9 @@ writeFileSync(out, gzipSync(encodeTreeImage(tree), { level: 9 }))
 const db = await PGlite.create()
 const { rows } = await db.query<[number, number, string]>(ARRAY_TYPES_SQL, [], { rowMode: 'array' })
 await db.close()
-console.log(JSON.stringify({ engineVersion: assets.engineVersion, arrayTypes: rows }))
+// Where that database's engine found the guarded settings' records: shipped, so a process need not search for them.
+const settings = guardRecordsOf(assets.pgliteModule)
+const builtins = builtinRecordsOf(assets.pgliteModule)
+if (!settings || !builtins) throw new Error('the engine located no guarded settings or built-in functions')
+const guardRecords = { ...settings, ...builtins }
+console.log(JSON.stringify({ engineVersion: assets.engineVersion, arrayTypes: rows, guardRecords }))

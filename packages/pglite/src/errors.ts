@@ -85,6 +85,14 @@ export type EngineErrorCode =
   | 'BAD_DATA_DIR'
   /** A browser data directory (`idb://`) could not be written; the instance stays open, the write may be lost. */
   | 'PERSIST_FAILED'
+  /** `lockSessionUser` was given a role that is missing, a superuser, or refused by Postgres; nothing changed. */
+  | 'BAD_ROLE'
+  /**
+   * A `PGliteWorker` call went to another tab's worker, which went away
+   * before answering: the call may or may not have taken effect. Another
+   * tab leads now; retrying is safe where the call is.
+   */
+  | 'LEADER_CHANGED'
 
 /**
  * The WASM engine trapped, exited or failed to start. After an `ENGINE_ABORT`
@@ -106,7 +114,7 @@ export class EngineError extends Error {
 export class ClosedError extends Error {
   override name = 'ClosedError'
   readonly code = 'CLOSED' as const
-  constructor(message = 'the PGlite instance is closed') {
+  constructor(message = 'PGlite is closed') {
     super(message)
   }
 }

@@ -5,8 +5,10 @@ export type {
   ExecProtocolStreamOptions,
   Transaction,
   EngineLease,
+  LeaseClient,
 } from './pglite.js'
 export type { PGliteOptions } from './options.js'
+export type { SessionTimeouts } from './engine/backend.js'
 export type { DumpCompression, DataDirArchive } from './fs/dump.js'
 export type { ContribExtension } from './extensions/contrib.js'
 export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'
@@ -19,3 +21,17 @@ export type { Parser, Serializer } from './types/index.js'
 export type { BackendMessage } from './protocol/message-sink.js'
 /** The longest frame a frontend message of each type may have (Postgres' limits); for servers that forward client bytes. */
 export { maxFrontendMessageBytes } from './protocol/frames.js'
+// The rest of `@electric-sql/pglite`'s root exports, same names and shapes.
+export * as types from './types-export.js'
+export type { TypeHandler } from './types-export.js'
+export { formatQuery } from './format-query.js'
+export type { FormatQueryTarget } from './format-query.js'
+export * as parse from './parse-results.js'
+export * as protocol from './protocol-compat/index.js'
+export * as messages from './protocol-compat/messages.js'
+export { Mutex } from './mutex.js'
+export type { MutexReleaser } from './mutex.js'
+export { MemoryFS } from './fs-compat/memory.js'
+export { IdbFs } from './fs-compat/idb.js'
+export type { Filesystem } from './fs-compat/filesystem.js'
+export { TransactionAbortedError } from './transaction-aborted-error.js'

@@ -1,6 +1,7 @@
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { ContribExtension } from './extensions/contrib.js'
 import type { DataDirArchive } from './fs/dump.js'
+import type { Filesystem } from './fs-compat/filesystem.js'
 import type { PGlite } from './pglite.js'
 import type { Parser, Serializer } from './types/index.js'
 
@@ -35,10 +36,22 @@ export type ExtensionNamespaces<E> =
 
 /** Options of `new PGlite(dataDir, options)`, compatible with `@electric-sql/pglite`. */
 export interface PGliteOptions {
-  /** `memory://` or nothing: in memory; a path or `file://` path: a directory (Node). */
+  /**
+   * `memory://` or nothing: in memory; a path or `file://` path: a directory
+   * (Node; missing parent folders are created); `idb://<name>`: IndexedDB
+   * (browser). Other schemes are refused (EngineError `BAD_DATA_DIR`).
+   */
   dataDir?: string
   /** Role to `SET ROLE` to after start. @default 'postgres' */
   username?: string
+  /**
+   * A file system object as PGlite's `fs` option takes it: `MemoryFS`,
+   * `NodeFS` or `IdbFs` (from `@pgwasm/pglite` and its subpaths) stand for
+   * the matching `dataDir`; other classes are refused (EngineError
+   * `BAD_DATA_DIR`). Its `init` runs before the engine starts, `closeFs`
+   * after it stops.
+   */
+  fs?: Filesystem
   /** @default 'postgres' */
   database?: string
   /** Postgres debug level 0-5; above 0 the server log goes to `console.debug`. @default 0 */
@@ -99,10 +112,12 @@ export interface PGliteOptions {
   loadDataTree?: DataTree
   /** @internal Start as a memory copy of this backend (used by `clone()`). */
   cloneOf?: import('./engine/backend.js').Backend
+  /** @internal Start from the state saved under this key, when there is one (used by `createCached()`). */
+  savedState?: string
 }
 
-/** The arguments PGlite 0.5 starts Postgres with (wasm-abi.md §5.3), without `--single`. */
-const BASE_ARGS: readonly string[] = [
+/** The arguments PGlite 0.5 starts Postgres with (docs/engine.md), without `--single`. */
+export const BASE_ARGS: readonly string[] = [
   '-O',
   '-j',
   '-c', 'search_path=public',
@@ -156,6 +171,10 @@ export function startArgsFor(options: PGliteOptions, inMemory: boolean): string[
   const args = options.startParams
     ? options.startParams.filter((a) => a !== '--single')
     : [...BASE_ARGS, ...(inMemory ? MEMORY_ARGS : options.relaxedDurability ? RELAXED_DISK_ARGS : []), ...(isNode() ? [] : BROWSER_ARGS)]
+  // ALTER SYSTEM writes settings the next start reads: one statement could
+  // leave a database that no longer opens (shared_buffers = '100GB'). Settings
+  // come through the options instead; an explicit one below still wins.
+  args.unshift('-c', 'allow_alter_system=off')
   if (options.debug) args.push('-d', String(options.debug))
   for (const [name, value] of confEntries(options.postgresqlConf ?? options.postgresqlconf)) args.push('-c', `${name}=${value}`)
   return args

@@ -1,11 +1,11 @@
 import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/assets.js'
-import { Backend, type DataDirMount } from './engine/backend.js'
+import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
 import { ARRAY_TYPES_SQL, getTemplate, knownArrayTypes, rememberArrayTypes, templateKey, type ArrayTypeRow } from './engine/template.js'
-import { prefetchSnapshot, recycleBackend, restoreCopy, startInMemory } from './engine/starter.js'
+import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, type SnapshotKeyParts } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
-import { claimDir, parseDataDir } from './fs/data-dir.js'
+import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
 import type { ResultCollector } from './protocol/decode.js'
 import { validateFrontendFrames, validateStartupPacket } from './protocol/frames.js'
@@ -18,7 +18,8 @@ import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
-import { IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
+import { BASE_ARGS, IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
+import { fsDataDir } from './fs-compat/filesystem.js'
 import type { IdbPersistence } from './fs/idb-persistence.js'
 import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries } from './extensions/contrib.js'
 import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
@@ -56,12 +57,49 @@ export interface EngineLease {
   execProtocolRawStream(message: Uint8Array, onRawData: (bytes: Uint8Array) => void): void
   /** Whether the backend session is inside a transaction block. */
   readonly inTransaction: boolean
+  /**
+   * The session's timeout settings as the engine holds them now, in ms (0:
+   * off). The engine never acts on the session-ending ones itself (that
+   * would end it for every caller): a server enforces them per client.
+   */
+  readonly sessionTimeouts: SessionTimeouts
   /** Channels this instance's own `listen()` callbacks need LISTENed on the backend. */
   readonly listeningChannels: readonly string[]
   /** Whether other calls wait for the instance (a holder of many turns should let them run). */
   readonly othersWaiting: boolean
+  /**
+   * Names the server client the following execs run for, until another is
+   * named or the lease is released: `pg_backend_pid()` answers its `pid`,
+   * and the session-level advisory locks it takes are its own (another
+   * client's lock on the same key is refused with 55P03, see the socket
+   * package's README). Undefined: an in-process caller.
+   */
+  runFor(client: LeaseClient | undefined): void
+  /** Releases the session-level advisory locks of client `id` (it disconnected). */
+  forgetClient(id: number): void
+  /**
+   * Ids of the clients named by {@link runFor} that `pg_terminate_backend()`
+   * asked to end since the last call: the server ends their connections
+   * (`pg_cancel_backend()` of such a client returns true and stops nothing:
+   * no statement of it runs meanwhile).
+   */
+  takeTerminations(): number[]
+  /**
+   * How many session-level advisory locks were let go of so far: a count
+   * that only grows, so a server can tell when a lock it was refused may be
+   * free to take.
+   */
+  readonly advisoryReleases: number
   /** Lets queued calls run again. Idempotent. */
   release(): void
+}
+
+/** A client of a server on one instance, as {@link EngineLease.runFor} names it. */
+export interface LeaseClient {
+  /** Identifies the client's session-level advisory locks. */
+  readonly id: number
+  /** What `pg_backend_pid()` returns to it: the process id its BackendKeyData gave it. */
+  readonly pid: number
 }
 
 /** The transaction handle passed to {@link PGlite.transaction}'s callback. */
@@ -93,6 +131,9 @@ const asyncDispose: typeof Symbol.asyncDispose =
  * ```
  */
 export class PGlite implements AsyncDisposable {
+  /** The Postgres arguments every instance starts with (as PGlite's `defaultStartParams`); `startParams` replaces them. */
+  static readonly defaultStartParams: readonly string[] = BASE_ARGS
+
   /** Resolves when the database is ready; rejects if it failed to start. */
   readonly waitReady: Promise<void>
   readonly dataDir: string | undefined
@@ -112,9 +153,15 @@ export class PGlite implements AsyncDisposable {
   #persistence: IdbPersistence | undefined
   #ready = false
   #closing = false
+  /** Why the instance was closed when it was not its owner's close(). */
+  #closedBecause: string | undefined
   #closed = false
   #closePromise: Promise<void> | undefined
   #inTransaction = false
+  /** What a saved state of this in-memory database is keyed by; undefined where none can be saved. */
+  #stateKeyParts: SnapshotKeyParts | undefined
+  /** Started from a saved state (see `createCached`). */
+  #restoredState = false
   readonly #extensionClosers: (() => Promise<void>)[] = []
   // Made once; re-armed per exec (no per-exec closures on the hot path).
   readonly #messageSink = new MessageSink()
@@ -126,9 +173,11 @@ export class PGlite implements AsyncDisposable {
   /**
    * @param dataDir `memory://` or nothing for an in-memory database; a path
    *   or `file://` path for a directory (Node).
+   * @throws TypeError if `dataDir` is not a string; EngineError `BAD_DATA_DIR`
+   *   for an unknown scheme or a `dataDir` that differs from `options.dataDir`.
    */
   constructor(dataDir?: string | PGliteOptions, options?: PGliteOptions) {
-    const opts: PGliteOptions = typeof dataDir === 'object' ? dataDir : { ...options, dataDir: dataDir ?? options?.dataDir }
+    const opts = withFsDataDir(resolveDataDirOptions<PGliteOptions>(dataDir, options))
     this.#options = opts
     this.dataDir = opts.dataDir
     this.debug = opts.debug ?? 0
@@ -152,8 +201,64 @@ export class PGlite implements AsyncDisposable {
     return db as PGlite & ExtensionNamespaces<O['extensions']>
   }
 
+  /**
+   * An in-memory database in the state `setup` leaves a new one in, saved
+   * under `key`: the first call (per key and options) runs `setup` on a new
+   * database and saves a snapshot of the result, in this process and in the
+   * disk cache; later calls, in this process or another, restore that
+   * snapshot instead, without starting Postgres or running `setup`
+   * (about as fast as `create()` once warm).
+   *
+   * `key` must change whenever what `setup` does changes: a hash of the
+   * schema or of the migration files, say. The saved state is also keyed by
+   * the engine build and by the options that shape a started database
+   * (`username`, `database`, `initdbArgs`, settings). Session state comes
+   * along, as with `clone()`. A database that cannot be snapshotted (with
+   * contrib `extensions`, `initialMemory`, or a side module that `setup`
+   * loaded) is made by `setup` every time.
+   *
+   * @example
+   * ```ts
+   * const db = await PGlite.createCached('todo-schema-v1', async (db) => {
+   *   await db.exec('create table todo (id serial primary key, title text not null)')
+   * })
+   * ```
+   * @throws {TypeError} for a key that is not a non-empty string, a `setup`
+   * that is not a function, or a `dataDir` other than `memory://`.
+   * @throws {Error} when `setup` leaves a transaction open (nothing is saved).
+   */
+  static async createCached<O extends PGliteOptions>(
+    key: string,
+    setup: (db: PGlite) => Promise<void> | void,
+    options?: O,
+  ): Promise<PGlite & ExtensionNamespaces<O['extensions']>> {
+    if (typeof key !== 'string' || key === '') throw new TypeError('createCached: `key` must be a non-empty string')
+    if (typeof setup !== 'function') throw new TypeError('createCached: `setup` must be a function')
+    const dataDir: unknown = options?.dataDir
+    if (dataDir !== undefined && dataDir !== 'memory://') {
+      throw new TypeError(`createCached makes in-memory databases; \`dataDir\` must be 'memory://' or absent, not ${JSON.stringify(dataDir)}`)
+    }
+    const db = await PGlite.create({ ...options, savedState: key } as O)
+    if (db.#restoredState) return db
+    try {
+      await setup(db)
+      if (db.#inTransaction) throw new Error('createCached: `setup` left a transaction open; commit or roll it back before it returns')
+      await db.#exclusive(async (backend, runner) => {
+        if (!db.#stateKeyParts || !backend.isSnapshotable) return
+        // The array types as they are now (setup may have made enums or composites), so a restore need not ask.
+        const arrayTypes = db.#registerArrayTypes(runner)
+        await saveState(db.#stateKeyParts, key, backend, JSON.stringify(arrayTypes))
+      })
+    } catch (err) {
+      await db.close()
+      throw err
+    }
+    return db
+  }
+
   async #init(): Promise<void> {
     const opts = this.#options
+    await opts.fs?.init(this, {})
     const spec = parseDataDir(opts.dataDir)
     const templateOptions = { initdbArgs: opts.initdbArgs, cacheDir: opts.templateCacheDir }
     const username = opts.username ?? 'postgres'
@@ -163,7 +268,15 @@ export class PGlite implements AsyncDisposable {
     // backend can neither come from nor leave a start-up snapshot.
     const contrib = contribExtensions(opts.extensions)
     const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
-    if (spec.kind === 'memory' && opts.assetBaseUrl === undefined && !opts.loadDataTree && !opts.cloneOf && opts.initialMemory === undefined && !bootOnly) {
+    if (
+      spec.kind === 'memory' &&
+      opts.assetBaseUrl === undefined &&
+      !opts.loadDataTree &&
+      !opts.cloneOf &&
+      opts.initialMemory === undefined &&
+      !bootOnly &&
+      opts.savedState === undefined
+    ) {
       // Read a cached snapshot while the engine compiles.
       const { engineVersion } = await locateEngine()
       void prefetchSnapshot({
@@ -226,11 +339,11 @@ export class PGlite implements AsyncDisposable {
       // Loaded only if Postgres must boot: a snapshot restore needs no template.
       mount = { kind: 'memory', tree: bootOnly ? await getTemplate(assets, templateOptions) : [] }
     } else {
-      const { resolve } = await import('node:path')
-      const path = resolve(spec.path)
-      const releaseClaim = claimDir(path)
+      const { canonicalDir, prepareNodeDataDir } = await import('./fs/node-dir.js')
+      // One key and one mount per directory, whichever symlink reached it.
+      const path = await canonicalDir(spec.path)
+      const claim = await claimDir(path, this, PGlite.#yieldDirOf)
       try {
-        const { prepareNodeDataDir } = await import('./fs/node-dir.js')
         const { created, unlock } = await prepareNodeDataDir(path, loadTree ? async () => loadTree : () => getTemplate(assets, templateOptions))
         if (loadTree && !created) {
           await unlock()
@@ -238,17 +351,19 @@ export class PGlite implements AsyncDisposable {
             code: 'BAD_DATA_DIR',
           })
         }
+        claim.setUnlock(unlock)
         this.#releaseDir = async () => {
-          releaseClaim()
+          claim.release()
           await unlock()
         }
       } catch (err) {
-        releaseClaim()
+        claim.release()
         throw err
       }
       mount = { kind: 'node', path }
     }
     let backend: Backend
+    let savedArrayTypes: readonly ArrayTypeRow[] | undefined
     const onLog = this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined
     try {
       if (opts.cloneOf) {
@@ -267,15 +382,21 @@ export class PGlite implements AsyncDisposable {
           prepare: contrib.length > 0 ? (mod: PostgresModule) => installContrib(mod, contrib) : undefined,
           afterMount: this.#persistence ? (mod: PostgresModule) => this.#persistence?.attach(mod) : undefined,
         }
-        backend =
-          mount.kind === 'memory' && !loadTree && !bootOnly && spec.kind === 'memory'
-            ? await startInMemory(assets, {
-                ...backendOptions,
-                treeKey: templateKey(assets, templateOptions),
-                loadTree: () => getTemplate(assets, templateOptions),
-                cacheDir: opts.templateCacheDir,
-              })
-            : await Backend.start(assets, backendOptions)
+        if (mount.kind === 'memory' && !loadTree && !bootOnly && spec.kind === 'memory') {
+          const memoryStart = {
+            ...backendOptions,
+            treeKey: templateKey(assets, templateOptions),
+            loadTree: () => getTemplate(assets, templateOptions),
+            cacheDir: opts.templateCacheDir,
+          }
+          if (opts.initialMemory === undefined) this.#stateKeyParts = memoryStart
+          const saved = opts.savedState !== undefined && this.#stateKeyParts ? await restoreSavedState(assets, memoryStart, opts.savedState, onLog) : undefined
+          this.#restoredState = saved !== undefined
+          savedArrayTypes = saved && parseArrayTypes(saved.note)
+          backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
+        } else {
+          backend = await Backend.start(assets, backendOptions)
+        }
       }
     } catch (err) {
       await this.#releaseDir?.()
@@ -292,11 +413,11 @@ export class PGlite implements AsyncDisposable {
     )
     this.#runner = runner
     // A copy inherits the source's prepared statements; its cache starts empty.
-    if (opts.cloneOf) runner.exec('DEALLOCATE ALL', undefined)
+    if (opts.cloneOf || this.#restoredState) runner.exec('DEALLOCATE ALL', undefined)
     if (opts.username && opts.username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(opts.username)}`, undefined)
     // A database nothing ran in yet has the template's catalog: its array types may be known.
-    const fresh = !bootOnly && !loadTree && !opts.cloneOf && (spec.kind === 'memory' || (spec.kind === 'idb' && createdInStore))
-    const known = fresh ? knownArrayTypes(assets, templateOptions) : undefined
+    const fresh = !bootOnly && !loadTree && !opts.cloneOf && !this.#restoredState && (spec.kind === 'memory' || (spec.kind === 'idb' && createdInStore))
+    const known = fresh ? knownArrayTypes(assets, templateOptions) : savedArrayTypes
     const arrayTypes = this.#registerArrayTypes(runner, known)
     if (fresh && !known) rememberArrayTypes(assets, templateOptions, arrayTypes)
     this.#ready = true
@@ -347,6 +468,10 @@ export class PGlite implements AsyncDisposable {
     this.#inTransaction = collector.txStatus !== 0x49
   }
 
+  #closedError(): ClosedError {
+    return this.#closedBecause ? new ClosedError(`PGlite is closed: ${this.#closedBecause}`) : new ClosedError()
+  }
+
   /** True once started and until `close()` begins. */
   get ready(): boolean {
     return this.#ready && !this.#closing && !this.#closed
@@ -358,16 +483,27 @@ export class PGlite implements AsyncDisposable {
   }
 
   async #engine(): Promise<{ backend: Backend; runner: QueryRunner }> {
-    if (this.#closing || this.#closed) throw this.#backend?.deadError ?? new ClosedError()
+    if (this.#closing || this.#closed) throw this.#backend?.deadError ?? this.#closedError()
     if (!this.#ready) await this.waitReady
     return { backend: this.#backend!, runner: this.#runner! }
+  }
+
+  // Static, so that the claim (held in a process-wide map) keeps no reference
+  // to this instance through a closure's scope: one dropped without close()
+  // can be collected.
+  static #yieldDirOf = (db: PGlite, reason: string): Promise<void> => db.#yieldDir(reason)
+
+  /** Closes this instance for another one of this process that opens its directory. */
+  async #yieldDir(reason: string): Promise<void> {
+    this.#closedBecause ??= reason
+    await this.close()
   }
 
   /** Runs `job` on the engine in the queue; marks the instance closed if the engine died. */
   async #exclusive<T>(job: (backend: Backend, runner: QueryRunner) => Promise<T> | T): Promise<T> {
     const { backend, runner } = await this.#engine()
     return this.#queue.run(async () => {
-      if (this.#closed) throw backend.deadError ?? new ClosedError()
+      if (this.#closed) throw backend.deadError ?? this.#closedError()
       try {
         return await job(backend, runner)
       } catch (err) {
@@ -395,7 +531,25 @@ export class PGlite implements AsyncDisposable {
     return this.#exclusive((_b, runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
   }
 
+  /**
+   * Postgres ends a session whose transaction outlives
+   * `idle_in_transaction_session_timeout` or `transaction_timeout`; ending
+   * it here would close the instance. Instead the transaction is rolled
+   * back and the call that finds it so rejects with the same SQLSTATE.
+   */
+  #enforceTransactionTimeouts(runner: QueryRunner): void {
+    const expired = this.#backend?.expiredTransactionTimeout()
+    if (!expired) return
+    runner.exec('ROLLBACK', undefined)
+    const what = expired.code === '25P03' ? 'it was idle for longer than' : 'it ran for longer than'
+    throw new DatabaseError(`the transaction was rolled back: ${what} ${expired.setting} (${expired.ms} ms)`, {
+      severity: 'ERROR',
+      code: expired.code,
+    })
+  }
+
   async #runQuery<T>(runner: QueryRunner, sql: string, params: readonly unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
+    this.#enforceTransactionTimeouts(runner)
     if (options?.blob) await this.#feedBlob(options.blob)
     try {
       return this.#attachWrittenBlob(runner.query(sql, params, options)) as Results<T>
@@ -405,6 +559,7 @@ export class PGlite implements AsyncDisposable {
   }
 
   async #runExec(runner: QueryRunner, sql: string, options: QueryOptions | undefined): Promise<Results[]> {
+    this.#enforceTransactionTimeouts(runner)
     if (options?.blob) await this.#feedBlob(options.blob)
     try {
       const results = runner.exec(sql, options) as Results[]
@@ -465,7 +620,7 @@ export class PGlite implements AsyncDisposable {
       const txQueue = new ExecQueue()
       let closed = false
       const check = (): void => {
-        if (closed) throw new ClosedError('the transaction is closed')
+        if (closed) throw new ClosedError('Transaction is closed')
       }
       const tx: Transaction = {
         query: (sql, params, options) =>
@@ -610,6 +765,12 @@ export class PGlite implements AsyncDisposable {
       : this.#messageHandler
     this.#execChecked(backend, message, handler, kind)
     handler.finish()
+    const failure = this.#messageHandler.takeFailure()
+    if (failure !== undefined) {
+      sink.reset()
+      if (keepRaw) this.#accumulator.take()
+      throw failure
+    }
     const { messages, error, notices, notifications } = sink
     sink.reset()
     if (notices && options.onNotice) for (const n of notices) options.onNotice(n)
@@ -654,8 +815,22 @@ export class PGlite implements AsyncDisposable {
   }
 
   #runRaw(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void, kind: 'startup' | 'frames'): void {
+    // A callback that throws while the engine writes would end the engine:
+    // its error is kept for the caller, the rest of the output skipped.
+    let failed = false
+    let failure: unknown
+    const guarded = (bytes: Uint8Array): void => {
+      if (failed) return
+      try {
+        onData(bytes)
+      } catch (err) {
+        failed = true
+        failure = err
+      }
+    }
     try {
-      this.#runRawUnchecked(backend, message, onData, kind)
+      this.#runRawUnchecked(backend, message, guarded, kind)
+      if (failed) throw failure
     } finally {
       // Output that did not end in ReadyForQuery leaves the backend skipping
       // to a Sync (e.g. an error in a sequence whose Sync was eaten): the
@@ -710,7 +885,7 @@ export class PGlite implements AsyncDisposable {
     return {
       execProtocolRawStream: (message, onRawData) => {
         if (released) throw new ClosedError('the lease was released')
-        if (this.#closed) throw backend.deadError ?? new ClosedError()
+        if (this.#closed) throw backend.deadError ?? this.#closedError()
         try {
           const kind = this.#checkInput(message)
           if (kind !== 'terminate') this.#runRaw(backend, message, onRawData, kind)
@@ -722,13 +897,27 @@ export class PGlite implements AsyncDisposable {
       get inTransaction() {
         return !released && !backend.deadError && backend.inTransaction
       },
+      get sessionTimeouts() {
+        return backend.sessionTimeouts
+      },
       get listeningChannels() {
         return notify.channels
       },
       get othersWaiting() {
         return queue.hasWaiters
       },
+      runFor: (client) => {
+        if (!released) backend.setClient(client)
+      },
+      forgetClient: (id) => {
+        backend.forgetClient(id)
+      },
+      takeTerminations: () => backend.takeTerminations(),
+      get advisoryReleases() {
+        return backend.advisoryReleases
+      },
       release: () => {
+        if (!released) backend.setClient(undefined)
         released = true
         release()
       },
@@ -748,20 +937,83 @@ export class PGlite implements AsyncDisposable {
   }
 
   /**
+   * Runs every later statement as `role`, for good: it becomes the session
+   * user, `RESET SESSION AUTHORIZATION` and `DISCARD ALL` come back to it,
+   * and SQL can no longer make another role the session user. The engine's
+   * one session starts as the bootstrap superuser, so without this every
+   * caller is a superuser; a role without superuser rights cannot read or
+   * write server files, load libraries or change server settings.
+   * `pgwasm-server --role` does this for its clients.
+   * @throws {EngineError} code `BAD_ROLE` when the role is missing, is a
+   *   superuser, or the session is in a transaction block, or a different
+   *   role is locked already.
+   */
+  lockSessionUser(role: string): Promise<void> {
+    if (typeof role !== 'string' || role === '') return Promise.reject(new TypeError('`role` must be a role name'))
+    return this.#exclusive((backend, runner) => {
+      const locked = backend.lockedSessionUser
+      if (locked === role) return
+      const bad = (why: string): EngineError => new EngineError(`cannot run the session as "${role}": ${why}`, { code: 'BAD_ROLE' })
+      if (locked !== undefined) throw bad(`it runs as "${locked}" for good`)
+      if (backend.inTransaction) throw bad('a transaction block is open')
+      const found = runner.query(
+        `select rolsuper, pg_has_role(rolname, 'pg_checkpoint', 'member') as checkpoints from pg_catalog.pg_roles where rolname = $1`,
+        [role],
+        undefined,
+      ).rows as { rolsuper: boolean; checkpoints: boolean }[]
+      if (found.length === 0) throw bad('no such role')
+      if (found[0]!.rolsuper) throw bad('it is a superuser, which would change nothing')
+      // clone() and dumpDataDir() take a CHECKPOINT in the session.
+      if (!found[0]!.checkpoints) runner.exec(`grant pg_checkpoint to ${quoteIdent(role)}`, undefined)
+      backend.lockSessionUser(role)
+    })
+  }
+
+  /**
    * A new, independent in-memory instance with a copy of this database
    * (taken after a CHECKPOINT).
    */
   clone(): Promise<PGlite> {
     return this.#exclusive(async (backend, runner) => {
-      const options = { ...this.#options, dataDir: undefined, loadDataTree: undefined, loadDataDir: undefined }
+      const options = { ...this.#options, dataDir: undefined, fs: undefined, loadDataTree: undefined, loadDataDir: undefined }
       if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction && contribExtensions(options.extensions).length === 0) {
-        // A memory-level copy: no startup; session state comes along.
-        return PGlite.create({ ...options, cloneOf: backend })
+        // A memory-level copy: no startup; session state comes along, and so does a locked session user.
+        const copy = await PGlite.create({ ...options, cloneOf: backend })
+        if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)
+        return copy
       }
       runner.exec('CHECKPOINT', undefined)
       const tree: DataTree = backend.readDataTree()
-      return PGlite.create({ ...options, loadDataTree: tree })
+      const copy = await PGlite.create({ ...options, loadDataTree: tree })
+      if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)
+      return copy
     })
+  }
+
+  /**
+   * Writes a file into the engine's file system (PGlite's `copyToFS`), for
+   * SQL that reads server files (`file_fdw`, `pg_read_file`, `COPY FROM`).
+   * @param path an absolute path in the engine's file system, e.g. `/tmp/data.csv`
+   * @param mode file mode bits @default 0o644
+   */
+  copyToFS(path: string, data: Uint8Array, mode = 0o644): Promise<void> {
+    if (typeof path !== 'string' || !path.startsWith('/')) return Promise.reject(new TypeError('`path` must be an absolute path'))
+    if (!(data instanceof Uint8Array)) return Promise.reject(new TypeError('`data` must be a Uint8Array'))
+    return this.#exclusive((backend) => backend.writeFile(path, data, mode))
+  }
+
+  /**
+   * PGlite's `Module`, reduced to what code written for it reads: the
+   * engine's memory (`HEAPU8`), e.g. to check `initialMemory`.
+   */
+  get Module(): { readonly HEAPU8: Uint8Array } {
+    const backend = this.#backend
+    if (!backend || !this.#ready) throw new ClosedError('PGlite is not ready (await waitReady) or is closed')
+    return {
+      get HEAPU8() {
+        return backend.heap
+      },
+    }
   }
 
   /**
@@ -856,6 +1108,7 @@ export class PGlite implements AsyncDisposable {
         this.#notify.clear()
         this.#runner = undefined
         await this.#releaseDir?.()
+        await this.#options.fs?.closeFs()
       }
     })
   }
@@ -874,3 +1127,27 @@ function quoteIdent(name: string): string {
 }
 
 export { ProtocolError, EngineError }
+
+/** Maps PGlite's `fs` option to the `dataDir` it stands for; the two must agree. */
+function withFsDataDir(opts: PGliteOptions): PGliteOptions {
+  if (opts.fs === undefined) return opts
+  const dataDir = fsDataDir(opts.fs)
+  if (opts.dataDir !== undefined && opts.dataDir !== dataDir) {
+    throw new EngineError(`two data directories: \`${opts.dataDir}\` and the \`fs\` option's \`${dataDir}\`; pass one`, { code: 'BAD_DATA_DIR' })
+  }
+  return { ...opts, dataDir }
+}
+
+/** The array types saved beside a state, or undefined when the note is missing or not a list of rows. */
+function parseArrayTypes(note: string | undefined): readonly ArrayTypeRow[] | undefined {
+  if (note === undefined) return undefined
+  try {
+    const rows: unknown = JSON.parse(note)
+    const valid =
+      Array.isArray(rows) &&
+      rows.every((r: unknown) => Array.isArray(r) && r.length === 3 && typeof r[0] === 'number' && typeof r[1] === 'number' && typeof r[2] === 'string')
+    return valid ? (rows as ArrayTypeRow[]) : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,14 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { queryMessage, rejection } from './helpers.js'
 import { ClosedError, DatabaseError, PGlite, ProtocolError } from '../src/index.js'
 
 let db: PGlite
-/** Instances the close tests shut down. */
-let closing: PGlite
-let closingBusy: PGlite
 
 beforeAll(async () => {
-  closing = await PGlite.create()
-  closingBusy = await PGlite.create()
   db = await PGlite.create()
   await db.exec(`
     create table e_unique (id int constraint e_unique_pk primary key, name text not null);
@@ -17,35 +13,12 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await closing?.close()
-  await closingBusy?.close()
   await db?.close()
 })
-
-/** The rejection of `promise` (fails the test if it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`)
-    },
-    (error: unknown) => error,
-  )
-}
 
 async function expectUsable(instance: PGlite = db): Promise<void> {
   const { rows } = await instance.query('select $1::int + 1 as n', [41])
   expect(rows).toEqual([{ n: 42 }])
-}
-
-/** A frontend Query message ('Q', int32 length, SQL, NUL). */
-function queryMessage(sql: string): Uint8Array {
-  const text = new TextEncoder().encode(sql)
-  const out = new Uint8Array(1 + 4 + text.length + 1)
-  const view = new DataView(out.buffer)
-  out[0] = 0x51
-  view.setInt32(1, 4 + text.length + 1)
-  out.set(text, 5)
-  return out
 }
 
 describe('DatabaseError', () => {
@@ -215,7 +188,10 @@ describe('execProtocolRaw with malformed input', () => {
 })
 
 describe('close()', () => {
+  // Each test closes an instance of its own: none depends on another having
+  // run (or not) before it.
   it('sets closed to true', async () => {
+    const closing = await PGlite.create()
     expect(closing.closed).toBe(false)
     await closing.close()
     expect(closing.closed).toBe(true)
@@ -223,6 +199,7 @@ describe('close()', () => {
   })
 
   it('makes a later query reject with ClosedError', async () => {
+    const closing = await PGlite.create()
     await closing.close()
     const error = await rejection(closing.query('select 1'))
     expect(error).toBeInstanceOf(ClosedError)
@@ -230,6 +207,7 @@ describe('close()', () => {
   })
 
   it('makes a later exec, transaction and listen reject with ClosedError', async () => {
+    const closing = await PGlite.create()
     await closing.close()
     await expect(closing.exec('select 1')).rejects.toBeInstanceOf(ClosedError)
     await expect(closing.transaction(async () => 1)).rejects.toBeInstanceOf(ClosedError)
@@ -237,11 +215,13 @@ describe('close()', () => {
   })
 
   it('resolves a second close()', async () => {
+    const closing = await PGlite.create()
     await closing.close()
     await expect(closing.close()).resolves.toBeUndefined()
   })
 
   it('lets queries queued before close() finish first', async () => {
+    const closingBusy = await PGlite.create()
     const queued = closingBusy.query('select 7 as n')
     const closed = closingBusy.close()
     expect((await queued).rows).toEqual([{ n: 7 }])

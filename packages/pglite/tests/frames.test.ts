@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { concat } from './helpers.js'
 import { FrameScanner, validateFrontendFrames, type FrameSink } from '../src/protocol/frames.js'
 import { FRONTEND_TYPES } from '../src/protocol/codes.js'
 import { ProtocolError } from '../src/errors.js'
@@ -9,16 +10,6 @@ function frame(type: string, body: Uint8Array | string): Uint8Array {
   out[0] = type.charCodeAt(0)
   new DataView(out.buffer).setInt32(1, 4 + bytes.length)
   out.set(bytes, 5)
-  return out
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
   return out
 }
 
@@ -40,13 +31,13 @@ class Recorder implements FrameSink {
   }
 }
 
-const stream = concat(
+const stream = concat([
   frame('T', 'abc'),
   frame('D', ''),
   notification(7, 'chan', 'hello, world'),
   frame('C', 'SELECT 1\u0000'),
   frame('Z', 'I'),
-)
+])
 
 function scanInOne(bytes: Uint8Array, wants?: (t: number) => boolean): Recorder['frames'] {
   const r = new Recorder()
@@ -95,7 +86,7 @@ describe('FrameScanner', () => {
   it('decodes only the wanted frames and skips the others without assembling them', () => {
     const wantsA = (t: number): boolean => t === 0x41
     const big = frame('D', new Uint8Array(100_000))
-    const bytes = concat(big, notification(1, 'c', 'p'), big)
+    const bytes = concat([big, notification(1, 'c', 'p'), big])
     const r = new Recorder()
     const scanner = new FrameScanner(r, wantsA)
     for (let i = 0; i < bytes.length; i += 8192) scanner.push(bytes.subarray(i, i + 8192))
@@ -114,7 +105,7 @@ describe('validateFrontendFrames', () => {
   const query = frame('Q', 'select 1\u0000')
 
   it('accepts whole frames of known types', () => {
-    expect(() => validateFrontendFrames(concat(query, frame('S', '')), FRONTEND_TYPES)).not.toThrow()
+    expect(() => validateFrontendFrames(concat([query, frame('S', '')]), FRONTEND_TYPES)).not.toThrow()
   })
 
   it('rejects a truncated frame with code BAD_FRAME', () => {

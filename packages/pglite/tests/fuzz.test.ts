@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { concat } from './helpers.js'
 import fc from 'fast-check'
 import { serialize } from 'pg-protocol'
 import { FrameScanner, type FrameSink } from '../src/protocol/frames.js'
@@ -10,16 +11,6 @@ import { DatabaseError, PGlite, ProtocolError } from '../src/index.js'
 const SEED = 20_251_122
 
 const enc = new TextEncoder()
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
 
 function frame(type: number, body: Uint8Array): Uint8Array {
   const out = new Uint8Array(5 + body.length)

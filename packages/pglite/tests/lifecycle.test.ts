@@ -1,23 +1,13 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, describe, expect, it } from 'vitest'
-import { ClosedError, DataDirLockedError, PGlite } from '../src/index.js'
+import { describe, expect, it } from 'vitest'
+import { deferred, tempDir as makeTempDir } from './helpers.js'
+import { ClosedError, PGlite } from '../src/index.js'
 
 const rootDir = fileURLToPath(new URL('../../../', import.meta.url))
-const tempDirs: string[] = []
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'pgwasm-lifecycle-'))
-  tempDirs.push(dir)
-  return dir
-}
-
-afterAll(() => {
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
-})
+const tempDir = (): string => makeTempDir('pgwasm-lifecycle-')
 
 async function one<T = unknown>(db: PGlite, sql: string): Promise<T> {
   const { rows } = await db.query<Record<string, T>>(sql)
@@ -84,25 +74,46 @@ describe('starting and closing', () => {
       await db.close()
     }
   })
+})
 
-  it(
-    'keeps RSS growth below 600 MB over 10 in-memory instances opened and closed in a row',
-    { timeout: 120_000 },
-    async () => {
-      const first = await PGlite.create()
-      await first.exec('select 1')
-      await first.close()
-      const baseline = process.memoryUsage().rss
-      for (let i = 0; i < 10; i++) {
-        const db = await PGlite.create()
-        expect(await one(db, `select ${i} as i`)).toBe(i)
-        await db.close()
-      }
-      ;(globalThis as { gc?: () => void }).gc?.()
-      const growth = process.memoryUsage().rss - baseline
-      expect(growth).toBeLessThan(600 * 1024 * 1024)
-    },
-  )
+describe('memory over many instances', () => {
+  /**
+   * Runs fixtures/memory-cycles.mts in a child with `--expose-gc`: a full
+   * collection before each measure, and no other test's instances in the
+   * same process.
+   */
+  async function measureCycles(cycles: number, mode: 'close' | 'keep'): Promise<{ externalBytes: number }> {
+    const script = fileURLToPath(new URL('./fixtures/memory-cycles.mts', import.meta.url))
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script, String(cycles), mode], {
+      cwd: rootDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+    if (code !== 0) throw new Error(`memory-cycles.mts exited with ${code}: ${stderr}`)
+    return JSON.parse(stdout) as { externalBytes: number }
+  }
+
+  // Each instance lives in a WebAssembly.Memory of at least 128 MiB (V8 counts
+  // it as external memory) of which a started backend touches ~15-40 MB.
+  // Closed instances hand their module to a pool of at most two that the
+  // warm-up already filled, so ten cycles measured ~0 MB of external growth;
+  // one module left alive past the pool adds 128 MiB, which the 64 MiB bound
+  // cannot hide. RSS is not asserted: it also moves with when the pool's
+  // background fill and the collector's release of discarded modules happen
+  // (0 MB here, 305 MB once on a loaded CI machine, external unchanged), so
+  // it measures scheduling, not a leak; the startup bench reports it.
+  const BOUND_BYTES = 64 * 1024 * 1024
+
+  it('gives back the memory of 10 in-memory instances opened and closed in a row', { timeout: 120_000 }, async () => {
+    const [closed, kept] = await Promise.all([measureCycles(10, 'close'), measureCycles(4, 'keep')])
+    expect(closed.externalBytes).toBeLessThan(BOUND_BYTES)
+    // The control: the same measure sees instances that are never closed.
+    expect(kept.externalBytes).toBeGreaterThan(BOUND_BYTES)
+  })
 })
 
 describe('a directory database', () => {
@@ -137,32 +148,59 @@ describe('a directory database', () => {
     }
   })
 
-  it('rejects a second live instance on the directory with DataDirLockedError and keeps the first working', async () => {
+  it('closes the first instance when a second of this process opens its directory: never two writers, nothing committed lost', async () => {
     const dir = tempDir()
     const first = await PGlite.create(dir)
+    await first.exec('create table kept (v int); insert into kept values (1)')
+    // As PGlite code that simulates a restart does: a new instance, the old one never closed.
+    const second = await PGlite.create(`file://${dir}`)
     try {
-      const second = new PGlite(dir)
-      const error = await second.waitReady.then(
-        () => undefined,
-        (e: unknown) => e,
-      )
-      expect(error).toBeInstanceOf(DataDirLockedError)
-      expect((error as DataDirLockedError).code).toBe('DATA_DIR_LOCKED')
-      await first.exec('create table still_mine (v int); insert into still_mine values (1)')
-      expect(await one(first, 'select count(*)::int from still_mine')).toBe(1)
+      expect(first.closed).toBe(true)
+      const error = await first.query('select 1').catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(ClosedError)
+      expect((error as Error).message).toContain(`another instance in this process opened ${dir}`)
+      expect(await one(second, 'select count(*)::int from kept')).toBe(1)
     } finally {
-      await first.close()
+      await second.close()
     }
   })
 
-  it('rejects PGlite.create on a directory that is open with DataDirLockedError', async () => {
+  it('lets a transaction of the first instance finish and keeps it when a second instance opens the directory meanwhile', async () => {
     const dir = tempDir()
     const first = await PGlite.create(dir)
+    await first.exec('create table kept (v int)')
+    let finish!: () => void
+    const holding = new Promise<void>((resolve) => (finish = resolve))
+    const inserted = deferred()
+    const transaction = first.transaction(async (tx) => {
+      await tx.query('insert into kept values (2)')
+      inserted.resolve()
+      await holding
+    })
+    await inserted.promise
+    const opening = PGlite.create(dir)
+    finish()
+    await transaction
+    const second = await opening
     try {
-      await expect(PGlite.create(`file://${dir}`)).rejects.toBeInstanceOf(DataDirLockedError)
+      expect(first.closed).toBe(true)
+      expect(await one(second, 'select count(*)::int from kept where v = 2')).toBe(1)
     } finally {
-      await first.close()
+      await second.close()
     }
+  })
+
+  it('lets go of the directory of an instance dropped without close() once it is collected; the next open recovers what it committed', async () => {
+    const dir = join(tempDir(), 'db')
+    const script = fileURLToPath(new URL('./fixtures/dropped-dir.mts', import.meta.url))
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script, dir], { cwd: rootDir, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+    expect(code, stderr).toBe(0)
+    expect(JSON.parse(stdout)).toEqual({ lockGone: true, rows: [{ v: 7 }] })
   })
 
   it('can be reopened after the instance that held it closed', async () => {

@@ -1,16 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { concat } from './helpers.js'
 import { serialize } from 'pg-protocol'
 import { PGlite } from '../src/index.js'
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
 
 function frameTypes(bytes: Uint8Array): string {
   let types = ''
@@ -181,7 +172,8 @@ describe('lease', () => {
         ran = true
         return r
       })
-      await new Promise((r) => setTimeout(r, 20))
+      // The query reached the queue and waits there: the lease says so.
+      await expect.poll(() => lease.othersWaiting).toBe(true)
       expect(ran).toBe(false)
       lease.execProtocolRawStream(serialize.query('rollback'), () => {})
       lease.release()

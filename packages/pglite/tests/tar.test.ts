@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs'
-import * as os from 'node:os'
 import * as path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { tempDir as makeTempDir } from './helpers.js'
 import type { TreeEntry } from '../src/engine/pgdata-tree.js'
 import { isGzip, packTar, TarError, unpackTar } from '../src/fs/tar.js'
 
@@ -66,15 +66,7 @@ function sampleTree(): TreeEntry[] {
   ]
 }
 
-const tempDirs: string[] = []
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwasm-tar-'))
-  tempDirs.push(dir)
-  return dir
-}
-afterEach(() => {
-  for (const dir of tempDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
-})
+const tempDir = (): string => makeTempDir('pgwasm-tar-')
 
 describe('packTar / unpackTar', () => {
   it('round-trips nested dirs, empty, large, block-sized, unicode and long-path files', () => {

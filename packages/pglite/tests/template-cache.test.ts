@@ -1,25 +1,18 @@
-import { execFile } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { execFile, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { tempDir as makeTempDir } from './helpers.js'
 import { PGlite } from '../src/index.js'
 import { clearTemplateMemory, templateKey } from '../src/engine/template.js'
 import { clearSnapshotMemory } from '../src/engine/starter.js'
-import { templatePath } from '../src/engine/template-disk.js'
+import { readVerified, templatePath, writeAtomically } from '../src/engine/template-disk.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..', '..')
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'pgwasm-cache-'))
-  dirs.push(dir)
-  return dir
-}
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const tempDir = (): string => makeTempDir('pgwasm-cache-')
 
 function forgetProcessCaches(): void {
   clearTemplateMemory()
@@ -32,9 +25,18 @@ async function selectOne(cacheDir: string): Promise<void> {
   await db.close()
 }
 
+/** Whether a cache entry's leading SHA-256 matches the bytes after it. */
+function isWhole(entry: Buffer): boolean {
+  return createHash('sha256').update(entry.subarray(32)).digest().equals(entry.subarray(0, 32))
+}
+
+/**
+ * Flips the last byte of a cache entry, which lies in file data (or tar
+ * padding): the entry still decodes, and only its digest shows the damage.
+ */
 function corrupt(file: string): void {
   const bytes = readFileSync(file)
-  for (let i = 1000; i < bytes.length; i += 4096) bytes[i] = bytes[i]! ^ 0xff
+  bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff
   writeFileSync(file, bytes)
 }
 
@@ -53,26 +55,32 @@ describe('template and snapshot disk cache', () => {
     await selectOne(cacheDir)
     // The snapshot is written in the background after the first start.
     await expect.poll(() => readdirSync(cacheDir).filter((f) => f.endsWith('.bin')).length, { timeout: 20_000 }).toBe(2)
-    const template = join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('template-'))!)
-    const snapshot = join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('snapshot-'))!)
+    const template = join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('template-') && f.endsWith('.bin'))!)
+    const snapshot = join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('snapshot-') && f.endsWith('.bin'))!)
     corrupt(template)
     rmSync(snapshot)
     forgetProcessCaches()
     await selectOne(cacheDir)
-    const rebuilt = readFileSync(template)
-    const { createHash } = await import('node:crypto')
-    expect(createHash('sha256').update(rebuilt.subarray(32)).digest().equals(rebuilt.subarray(0, 32))).toBe(true)
+    expect(isWhole(readFileSync(template))).toBe(true)
   })
 
-  it('ignores a corrupt snapshot entry and starts from the template', async () => {
+  it('rejects a corrupt snapshot entry, starts from the template and writes a whole snapshot again', async () => {
     const cacheDir = tempDir()
     forgetProcessCaches()
     await selectOne(cacheDir)
-    await expect.poll(() => readdirSync(cacheDir).some((f) => f.startsWith('snapshot-')), { timeout: 20_000 }).toBe(true)
-    const snapshot = join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('snapshot-'))!)
+    // The entry itself, not the temporary file it is written to first.
+    const isSnapshotEntry = (f: string): boolean => f.startsWith('snapshot-') && f.endsWith('.bin')
+    await expect.poll(() => readdirSync(cacheDir).some(isSnapshotEntry), { timeout: 20_000 }).toBe(true)
+    const snapshot = join(cacheDir, readdirSync(cacheDir).find(isSnapshotEntry)!)
     corrupt(snapshot)
+    const corrupted = readFileSync(snapshot)
+    expect(isWhole(corrupted)).toBe(false)
     forgetProcessCaches()
     await selectOne(cacheDir)
+    // Rejected (removed on read) and rebuilt by the start that booted instead:
+    // the entry is whole again, and not the bytes that were corrupted.
+    await expect.poll(() => existsSync(snapshot) && isWhole(readFileSync(snapshot)), { timeout: 20_000 }).toBe(true)
+    expect(readFileSync(snapshot).equals(corrupted)).toBe(false)
   })
 
   it('lets two processes fill one cache at once, leaving whole entries and no temporary files', async () => {
@@ -84,8 +92,8 @@ describe('template and snapshot disk cache', () => {
 const db = await PGlite.create({ templateCacheDir: ${JSON.stringify(cacheDir)} })
 const { rows } = await db.query('select 40 + 2 as n')
 await db.close()
-// Give the background snapshot write time to finish before exiting.
-await new Promise((r) => setTimeout(r, 1500))
+// No wait for the snapshot written in the background: its pending file
+// operations keep this process alive until the entry is renamed into place.
 console.log(rows[0].n)
 `,
     )
@@ -98,7 +106,39 @@ console.log(rows[0].n)
     const files = readdirSync(cacheDir).filter((f) => f !== 'child.mts')
     expect(files.filter((f) => f.endsWith('.tmp'))).toEqual([])
     expect(files.filter((f) => f.startsWith('template-'))).toHaveLength(1)
+    expect(files.filter((f) => f.startsWith('snapshot-'))).toHaveLength(1)
+    for (const f of files.filter((name) => name.endsWith('.bin'))) expect(isWhole(readFileSync(join(cacheDir, f))), f).toBe(true)
     // Both entries are whole: a third process starts from them.
     expect(await run()).toBe('42')
   }, 180_000)
+
+  it('removes temporary files of writers that died, keeps those of live ones, and evicts the least recently used entries over PGWASM_CACHE_MAX_MB', async () => {
+    const dir = tempDir()
+    const entry = (name: string) => join(dir, name)
+    const mb = new Uint8Array(1024 * 1024)
+    // Three 1 MB entries, oldest first; then the oldest is read, which makes it the most recent.
+    for (const [i, name] of ['snapshot-aa.bin', 'snapshot-bb.bin', 'template-cc.bin'].entries()) {
+      await writeAtomically(dir, entry(name), mb, 32)
+      utimesSync(entry(name), 1_000_000 + i, 1_000_000 + i)
+    }
+    expect(await readVerified(entry('snapshot-aa.bin'), 32)).toHaveLength(mb.length)
+    // A writer that was killed (its process is gone) and one still writing.
+    const dead = spawn('true')
+    await new Promise((resolve) => dead.on('exit', resolve))
+    const live = spawn('sleep', ['60'])
+    writeFileSync(entry(`snapshot-dd.bin.${dead.pid}.0a0b0c0d.tmp`), mb)
+    writeFileSync(entry(`snapshot-dd.bin.${live.pid}.0a0b0c0d.tmp`), mb)
+    const previous = process.env.PGWASM_CACHE_MAX_MB
+    process.env.PGWASM_CACHE_MAX_MB = '2.5'
+    try {
+      await writeAtomically(dir, entry('snapshot-ee.bin'), mb, 32)
+    } finally {
+      if (previous === undefined) delete process.env.PGWASM_CACHE_MAX_MB
+      else process.env.PGWASM_CACHE_MAX_MB = previous
+      live.kill()
+    }
+    // 4 entries of 1 MB over a 2.5 MB budget: the two least recently used went; the one just written and the one just read stay.
+    expect(readdirSync(dir).sort()).toEqual([`snapshot-aa.bin`, `snapshot-dd.bin.${live.pid}.0a0b0c0d.tmp`, 'snapshot-ee.bin'].sort())
+    expect(statSync(entry('snapshot-aa.bin')).mtimeMs).toBeGreaterThan(Date.now() - 60_000)
+  })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { deferred } from './helpers.js'
 import { ClosedError, DatabaseError, PGlite, identifier, type Transaction } from '../src/index.js'
 
 let db: PGlite
@@ -21,13 +22,6 @@ async function newTable(): Promise<string> {
 async function count(table: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from ${table}`)
   return rows[0]!.n
-}
-
-/** A promise plus the function that resolves it. */
-function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void
-  const promise = new Promise<T>((r) => (resolve = r))
-  return { promise, resolve }
 }
 
 describe('transaction()', () => {

@@ -1,10 +1,11 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { MessageChannel, Worker } from 'node:worker_threads'
 import { bundleFixtures } from './fixtures/bundle.js'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest'
-import { ClosedError, DatabaseError, EngineError, PGlite, ProtocolError, type Results } from '../src/index.js'
+import { deferred, queryMessage, rejection, tempDir } from './helpers.js'
+import { ClosedError, DatabaseError, DataDirLockedError, EngineError, PGlite, ProtocolError, type Results } from '../src/index.js'
 import { PGliteWorker, worker, type PGliteWorkerOptions } from '../src/worker.js'
 import { webShaped } from './fixtures/worker-web-port.mjs'
 
@@ -33,32 +34,6 @@ function start(mode?: string, options?: PGliteWorkerOptions): Started {
   thread.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
   const exited = new Promise<number>((resolve) => thread.once('exit', resolve))
   return { pg: new PGliteWorker(thread, options), thread, output: () => output, exited }
-}
-
-/** The rejection of `promise` (fails the test if it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${String(value)}`)
-    },
-    (error: unknown) => error,
-  )
-}
-
-/** A frontend Query message ('Q', int32 length, SQL, NUL). */
-function queryMessage(sql: string): Uint8Array {
-  const text = new TextEncoder().encode(sql)
-  const out = new Uint8Array(1 + 4 + text.length + 1)
-  out[0] = 0x51
-  new DataView(out.buffer).setInt32(1, 4 + text.length + 1)
-  out.set(text, 5)
-  return out
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void
-  const promise = new Promise<T>((r) => (resolve = r))
-  return { promise, resolve }
 }
 
 const SCHEMA = `
@@ -420,12 +395,31 @@ describe('PGliteWorker lifecycle', () => {
     expect(hasExited).toBe(true)
   })
 
+  it('refuses a directory this thread has open to a worker thread of the same process with DataDirLockedError; the first instance goes on', async () => {
+    // The takeover of an open directory is per thread: the worker cannot close
+    // an instance of another thread, so the directory's lock keeps it out.
+    const dir = tempDir('pgwasm-worker-')
+    const first = await PGlite.create(dir)
+    try {
+      const { pg: other } = start(undefined, { dataDir: dir })
+      expect(await rejection(other.waitReady)).toBeInstanceOf(DataDirLockedError)
+      expect((await first.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await first.close()
+    }
+  })
+
   it('rejects a pending query with EngineError ENGINE_EXIT when the worker is terminated, and later calls with ClosedError', async () => {
-    const { pg: own, thread } = start()
+    // A directory database, so the request can leave a mark the test sees:
+    // CREATE TABLE makes the table's file in the directory as the engine
+    // begins the request, and the count keeps it busy long after.
+    const dir = tempDir('pgwasm-worker-')
+    const { pg: own, thread } = start(undefined, { dataDir: dir })
     await own.waitReady
-    const pending = own.query('select count(*) from generate_series(1, 300000000)')
-    // No event says the engine started the statement; give it the time to.
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    const tableFiles = (): string[] => readdirSync(join(dir, 'base', '5'))
+    const before = new Set(tableFiles())
+    const pending = own.exec(`create table started (v int); select count(*) from generate_series(1, 300000000)`)
+    await expect.poll(() => tableFiles().some((f) => !before.has(f)), { timeout: 30_000 }).toBe(true)
     await thread.terminate()
     const error = await rejection(pending)
     expect(error).toBeInstanceOf(EngineError)

@@ -1,6 +1,7 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import { readEngineFiles, type EngineSource } from './engine-files.js'
 import type { DataTree } from './pgdata-tree.js'
+import type { GuardRecords } from './session-guards.js'
 
 /**
  * The engine files taken from `@electric-sql/pglite` (the pinned version in
@@ -19,6 +20,8 @@ export interface EngineAssets {
   bundledTemplate?: () => Promise<DataTree>
   /** The array types of the shipped template's catalog (elem, arr, delim), with it. */
   bundledArrayTypes?: readonly (readonly [number, number, string])[]
+  /** Where the guarded settings' records are in this engine build, as the package build found them. */
+  guardRecords?: GuardRecords
 }
 
 export { locateEngine, prefetchBundledTemplate } from './engine-files.js'
@@ -45,6 +48,7 @@ export function loadAssets(source: EngineSource = {}): Promise<EngineAssets> {
           })),
         bundledTemplate: files.bundledTemplate?.bind(files),
         bundledArrayTypes: files.bundledArrayTypes,
+        guardRecords: files.guardRecords,
       }
     })
     assets.catch(() => loaded.delete(key))

@@ -8,8 +8,10 @@ import {
   POSTGRES_EXE,
   backendEnv,
   createMemory,
+  asHost,
   installProcessHooks,
   instantiateWith,
+  lockShippedTrees,
   newModuleControl,
   preloadedPackage,
   type ModuleControl,
@@ -17,6 +19,10 @@ import {
 import { resetForRestore, restoreSnapshot, tableLength, takeSnapshot, type EngineSnapshot } from './snapshot.js'
 import { materializeTree, readTree, type DataTree } from './pgdata-tree.js'
 import { registerBlobDevice, type BlobDevice } from './blob-device.js'
+import { adoptTrust, guardDlopen, moduleFileRefusal, SideModuleTrust } from './side-module-guard.js'
+import { guardSqlFileWrites } from './file-write-guard.js'
+import { ClientFunctions, type EngineClient } from './client-functions.js'
+import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -46,14 +52,17 @@ export interface BackendOptions {
   readonly afterMount?: (mod: PostgresModule) => void
 }
 
-/** `callMain` returns this when the backend is up and waiting (wasm-abi.md §5.3). */
+/** `callMain` returns this when the backend is up and waiting (docs/engine.md). */
 const EXIT_ALIVE = 99
-/** The patched top-level longjmp after an ERROR exits with this (wasm-abi.md §6.4). */
+/** The patched top-level longjmp after an ERROR exits with this (docs/engine.md). */
 const EXIT_LONGJMP = 100
 const LOG_LINES_KEPT = 40
 /** The memory a module starts with: the engine's own minimum (its wasm declares 2,048 pages). */
 export const DEFAULT_MEMORY = 128 * 1024 * 1024
 
+const BEGIN = frontendFrame(0x51 /* Q */, 'BEGIN\0')
+const COMMIT = frontendFrame(0x51 /* Q */, 'COMMIT\0')
+const ROLLBACK = frontendFrame(0x51 /* Q */, 'ROLLBACK\0')
 const COPY_FAIL = frontendFrame(0x66 /* f */, 'COPY FROM STDIN data must come in the same request as the COPY\0')
 const SYNC = frontendFrame(0x53 /* S */, '')
 
@@ -98,6 +107,40 @@ function makeNodeFsDurable(mod: PostgresModule): void {
   }
 }
 
+/**
+ * What a crash says to a user: Postgres' PANIC or FATAL lines (the abort
+ * itself only says `Aborted()`), and what can be done about a damaged
+ * data directory.
+ */
+function explainCrash(log: readonly string[], cause: unknown): string {
+  const lines = log.filter((line) => /\b(PANIC|FATAL):/.test(line)).map((line) => line.replace(/^.*?\b(PANIC|FATAL):\s*/, '$1: '))
+  if (lines.length === 0) return String(cause)
+  const damaged = lines.some((line) => /pg_control|checkpoint record|WAL|invalid|could not read|could not open|corrupt/i.test(line))
+  const advice = damaged
+    ? ' The data directory is damaged or incomplete (a file was truncated, removed or overwritten): restore it from a backup or a dump (dumpDataDir, pgwasm-dump); it cannot be opened as it is.'
+    : ''
+  return `${lines.slice(-3).join(' | ')}.${advice}`
+}
+
+/** The ReadyForQuery status of a session outside a transaction block. */
+const READY_IDLE = 0x49 /* I */
+
+/** A session timeout that ran out between two requests. */
+export interface ExpiredTimeout {
+  /** The SQLSTATE Postgres uses for it: 25P03 (idle in transaction) or 25P04 (transaction). */
+  readonly code: '25P03' | '25P04'
+  readonly setting: 'idle_in_transaction_session_timeout' | 'transaction_timeout'
+  readonly ms: number
+}
+
+/** The timeout settings of the session, in ms; 0 means off. */
+export interface SessionTimeouts {
+  readonly idleInTransactionSessionTimeout: number
+  readonly idleSessionTimeout: number
+  readonly transactionTimeout: number
+  readonly statementTimeout: number
+}
+
 /** An empty sink for requests whose output nobody reads. */
 const discard: ProtocolSink = { onChunk() {} }
 
@@ -109,6 +152,8 @@ export class BlankModule {
   constructor(
     readonly mod: PostgresModule,
     readonly control: ModuleControl,
+    readonly guards: SessionGuards,
+    readonly clients: ClientFunctions,
     readonly callbacks: number[],
     readonly log: string[],
     readonly blob: BlobDevice,
@@ -131,18 +176,27 @@ export class BlankModule {
     let blob: BlobDevice | undefined
     let created: PostgresModule | undefined
     const overrides = mountPath === undefined ? {} : nodeSyncOverrides(() => created)
+    const trust = new SideModuleTrust()
+    let guards: SessionGuards | undefined
+    let clients: ClientFunctions | undefined
+    const memory = createMemory(memoryBytes)
     const mod = await assets.postgresFactory({
       thisProgram: POSTGRES_EXE,
       arguments: [],
       noExitRuntime: true,
-      wasmMemory: createMemory(memoryBytes),
-      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides),
+      wasmMemory: memory,
+      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides, (env) => {
+        guardDlopen(env, trust, () => created, () => control.instance?.exports)
+        catchStackOverflows(env, memory, () => guards)
+        guardSqlFileWrites(env, () => created, () => guards)
+      }),
       getPreloadedPackage: preloadedPackage(assets),
       print: pushLog,
       printErr: pushLog,
       stdin: () => null,
       preRun: [
         (m) => {
+          adoptTrust(m, trust)
           installFastPreload(m)
           Object.assign(m.ENV, env)
           blob = registerBlobDevice(m)
@@ -152,6 +206,12 @@ export class BlankModule {
           }
           ;(m as unknown as { onRuntimeInitialized: () => void }).onRuntimeInitialized = () => {
             callbacks.push(...installProcessHooks(m))
+            guards = new SessionGuards(m, control.instance!, assets.pgliteModule, (path) => moduleFileRefusal(m, trust, path), assets.guardRecords)
+            guards.install()
+            callbacks.push(...guards.callbacks)
+            clients = new ClientFunctions(m, control.instance!, assets.pgliteModule, guards, assets.guardRecords)
+            clients.install()
+            callbacks.push(...clients.callbacks)
             // Registered once; each forwards to whatever the current request set.
             const read = m.addFunction((ptr: number, max: number) => target!.onRead(ptr, max), 'ipi')
             const write = m.addFunction((ptr: number, length: number) => target!.onWrite(ptr, length), 'ipi')
@@ -169,6 +229,8 @@ export class BlankModule {
     return new BlankModule(
       mod,
       control,
+      guards!,
+      clients!,
       callbacks,
       log,
       blob!,
@@ -214,6 +276,11 @@ export class Backend {
   #dead: EngineError | undefined
   #closed = false
   #lastSnapshot: EngineSnapshot | undefined
+  readonly #guards: SessionGuards
+  /** When the last request ended (performance.now()). */
+  #idleSince = performance.now()
+  /** When the request that opened the current transaction block started; undefined outside one. */
+  #transactionSince: number | undefined
 
   private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined, inMemory: boolean) {
     this.#blank = blank
@@ -224,6 +291,7 @@ export class Backend {
     this.#callbacks = blank.callbacks
     this.#log = blank.log
     this.#blob = blank.blob
+    this.#guards = blank.guards
     blank.bind(this)
     blank.setLogSink(onLog)
   }
@@ -240,6 +308,7 @@ export class Backend {
     const mod = blank.mod
     try {
       if (options.prepare) await options.prepare(mod)
+      lockShippedTrees(mod)
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
       options.afterMount?.(mod)
       mod._pgl_setPGliteActive(1)
@@ -247,7 +316,7 @@ export class Backend {
       try {
         status = mod.callMain(['--single', ...options.startArgs, '-D', PGDATA, options.database])
       } catch (cause) {
-        throw new EngineError(`Postgres crashed while starting: ${String(cause)}`, {
+        throw new EngineError(`Postgres crashed while starting: ${explainCrash(blank.log, cause)}`, {
           code: 'STARTUP_FAILED',
           cause,
           log: blank.log.join('\n'),
@@ -273,7 +342,11 @@ export class Backend {
    */
   static restore(blank: BlankModule, snapshot: EngineSnapshot, onLog?: (line: string) => void): Backend {
     const backend = new Backend(blank, onLog, true)
+    // A recycled module's lock belonged to its last database; a copy locks itself again.
+    blank.guards.forgetSessionUser()
+    blank.clients.reset()
     try {
+      lockShippedTrees(blank.mod)
       restoreSnapshot(blank.mod, blank.control, snapshot)
     } catch (cause) {
       backend.#teardown()
@@ -316,6 +389,26 @@ export class Backend {
     this.#blob.takeOutput()
     this.#blank.setLogSink(undefined)
     return this.#blank
+  }
+
+  /** The server client whose statements run from now on (see client-functions.ts); undefined for an in-process caller. */
+  setClient(client: EngineClient | undefined): void {
+    this.#blank.clients.setClient(client)
+  }
+
+  /** Releases the session-level advisory locks of a server client that left. */
+  forgetClient(id: number): void {
+    this.#blank.clients.forgetClient(id)
+  }
+
+  /** How many session advisory locks were let go of so far (a count that only grows). */
+  get advisoryReleases(): number {
+    return this.#blank.clients.releases
+  }
+
+  /** Ids of the server clients pg_terminate_backend() asked to end since the last call. */
+  takeTerminations(): number[] {
+    return this.#blank.clients.takeTerminations()
   }
 
   /** Whether a snapshot taken now could be restored (no side module loaded since start). */
@@ -383,6 +476,28 @@ export class Backend {
     return this.#mod.HEAPU8.byteLength
   }
 
+  /** The engine's linear memory, as it is now (a new view after it grows). */
+  get heap(): Uint8Array {
+    this.#assertAlive()
+    return this.#mod.HEAPU8
+  }
+
+  /**
+   * Writes a file into the engine's file system as the host (the shipped
+   * folders included), for SQL to read with server-side functions. A side
+   * module written this way is not trusted: only `extensions` load.
+   */
+  writeFile(path: string, data: Uint8Array, mode: number): void {
+    this.#assertAlive()
+    const fs = this.#mod.FS
+    asHost(this.#mod, () => {
+      const slash = path.lastIndexOf('/')
+      if (slash > 0) fs.mkdirTree(path.slice(0, slash))
+      fs.writeFile(path, data)
+      fs.chmod(path, mode)
+    })
+  }
+
   /** Postgres' last log lines. */
   get recentLog(): readonly string[] {
     return this.#log
@@ -417,6 +532,8 @@ export class Backend {
     this.#readOffset = 0
     this.#starved = 0
     this.#tail.fill(0)
+    const started = performance.now()
+    const topHandler = this.#guards.exceptionStack
     let failure: unknown
     try {
       while (this.#readOffset < this.#input.length || mod._pq_buffer_remaining_data() > 0) {
@@ -425,11 +542,13 @@ export class Backend {
           mod._PostgresMainLoopOnce()
         } catch (e) {
           mod.stackRestore(sp)
-          if (isExitStatus(e) && e.status === EXIT_LONGJMP) {
+          const thrown = isStackOverflow(e) ? this.#stackDepthError(e, topHandler) : e
+          mod.stackRestore(sp)
+          if (isExitStatus(thrown) && thrown.status === EXIT_LONGJMP) {
             // An ERROR: Postgres' own recovery (abort, emit E, skip to Sync).
             mod._PostgresMainLongJmp()
           } else {
-            failure = e
+            failure = thrown
             break
           }
         }
@@ -445,9 +564,89 @@ export class Backend {
       this.#input = new Uint8Array(0)
     }
     if (failure !== undefined) this.#die(failure)
+    const status = this.lastReadyStatus
+    if (status === READY_IDLE) this.#transactionSince = undefined
+    else if (status !== 0) this.#transactionSince ??= started
+    this.#idleSince = performance.now()
   }
 
-  /** Processes a startup packet as a real server would (wasm-abi.md §6.5). */
+  /**
+   * The JavaScript stack ran out inside the engine: deep recursion or
+   * nesting that Postgres' own `max_stack_depth` check does not see, as it
+   * measures the engine's stack in linear memory while most frames live on
+   * the JavaScript stack. Outside a critical section the engine's state is
+   * what an ERROR raised at that call would leave, so report Postgres' own
+   * 54001 there and let the usual recovery run. Returns what the ERROR
+   * threw, or `cause` if the engine cannot go on.
+   */
+  #stackDepthError(cause: unknown, topHandler: number): unknown {
+    if (this.#guards.inCriticalSection) return cause
+    try {
+      this.#guards.raiseStackDepth(topHandler)
+    } catch (raised) {
+      return raised
+    }
+  }
+
+  /**
+   * A timeout that ran out while the session sat in a transaction block
+   * between requests (alarms are never delivered: see `newModuleControl`).
+   * The in-process API turns it into an ERROR that rolls back; the socket
+   * server ends only the client that set it.
+   */
+  expiredTransactionTimeout(now = performance.now()): ExpiredTimeout | undefined {
+    if (this.#transactionSince === undefined || this.#dead || this.#closed) return undefined
+    const idle = this.#guards.timeoutMs('idle_in_transaction_session_timeout')
+    if (idle > 0 && now - this.#idleSince >= idle) return { code: '25P03', setting: 'idle_in_transaction_session_timeout', ms: idle }
+    const total = this.#guards.timeoutMs('transaction_timeout')
+    if (total > 0 && now - this.#transactionSince >= total) return { code: '25P04', setting: 'transaction_timeout', ms: total }
+    return undefined
+  }
+
+  /**
+   * Runs the session as `role` from now on, for good: see
+   * `SessionGuards.lockSessionUser`. Call between requests, outside a
+   * transaction block. Throws EngineError `BAD_ROLE` when Postgres refused
+   * the role (the session is as it was).
+   */
+  lockSessionUser(role: string): void {
+    this.#assertAlive()
+    const mod = this.#mod
+    this.exec(BEGIN, discard)
+    const sp = mod.stackSave()
+    let refused = false
+    try {
+      this.#guards.lockSessionUser(role)
+    } catch (e) {
+      mod.stackRestore(sp)
+      if (!(isExitStatus(e) && e.status === EXIT_LONGJMP)) this.#die(e)
+      mod._PostgresMainLongJmp()
+      mod._PostgresSendReadyForQueryIfNecessary()
+      mod._pgl_pq_flush()
+      refused = true
+    }
+    this.exec(refused ? ROLLBACK : COMMIT, discard)
+    if (refused) throw new EngineError(`Postgres refused "${role}" as the session user: ${this.#log.slice(-1).join('')}`, { code: 'BAD_ROLE' })
+  }
+
+  /** The role the session was locked to with {@link lockSessionUser}, if any. */
+  get lockedSessionUser(): string | undefined {
+    return this.#guards.lockedSessionUser
+  }
+
+  /** The session's timeout settings, in ms (0: off), as Postgres holds them now. */
+  get sessionTimeouts(): SessionTimeouts {
+    this.#assertAlive()
+    const g = this.#guards
+    return {
+      idleInTransactionSessionTimeout: g.timeoutMs('idle_in_transaction_session_timeout'),
+      idleSessionTimeout: g.timeoutMs('idle_session_timeout'),
+      transactionTimeout: g.timeoutMs('transaction_timeout'),
+      statementTimeout: g.timeoutMs('statement_timeout'),
+    }
+  }
+
+  /** Processes a startup packet as a real server would (docs/engine.md). */
   startup(packet: Uint8Array, sink: ProtocolSink): void {
     this.#assertAlive()
     const mod = this.#mod
@@ -527,7 +726,7 @@ export class Backend {
     try {
       mod._emscripten_force_exit(0)
     } catch {
-      // Throws ExitStatus(0) by design (wasm-abi.md §6.6).
+      // Throws ExitStatus(0) by design (docs/engine.md).
     }
   }
 }

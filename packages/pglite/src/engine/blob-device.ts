@@ -2,7 +2,7 @@ import type { FsStream, PostgresModule } from './emscripten.js'
 
 /**
  * `/dev/blob`: the file `COPY ... FROM '/dev/blob'` reads the caller's Blob
- * from and `COPY ... TO '/dev/blob'` writes the result Blob to (wasm-abi.md §9).
+ * from and `COPY ... TO '/dev/blob'` writes the result Blob to (docs/engine.md).
  */
 export interface BlobDevice {
   setInput(bytes: Uint8Array | undefined): void

@@ -1,6 +1,6 @@
 /**
  * The small part of the Emscripten module objects (`pglite.js`, `initdb.js`)
- * that the host calls. Facts in `shared/docs/wasm-abi.md` §4–§6; keep in sync
+ * that the host calls. Facts in `docs/engine.md`; keep in sync
  * with the pinned `@electric-sql/pglite` version.
  */
 
@@ -58,7 +58,9 @@ export interface EmscriptenFs {
   chmod(path: string, mode: number): void
   utime(path: string, atime: number, mtime: number): void
   analyzePath(path: string): { exists: boolean; object: FsNode | null }
-  lookupPath(path: string, opts?: { follow?: boolean }): { node: FsNode }
+  lookupPath(path: string, opts?: { follow?: boolean }): { path: string; node: FsNode }
+  cwd(): string
+  getStream(fd: number): { path: string } | null
   mount(type: unknown, opts: Record<string, unknown>, mountpoint: string): void
   unmount(mountpoint: string): void
   registerDevice(dev: number, ops: Record<string, unknown>): void
@@ -76,6 +78,8 @@ export interface MemFs {
   stream_ops: { write: StreamWrite }
   /** Makes `node.contents` hold at least `capacity` bytes (looked up on MEMFS at each write). */
   expandFileStorage(node: FsNode, capacity: number): void
+  /** Sets the file's length (ftruncate, fallocate), looked up on MEMFS at each call. */
+  resizeFileStorage(node: FsNode, size: number): void
 }
 
 interface ModuleBase {

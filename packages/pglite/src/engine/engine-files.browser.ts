@@ -42,6 +42,7 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
     },
     bundledTemplate: () => templateTree(source),
     bundledArrayTypes: manifest.arrayTypes,
+    guardRecords: manifest.guardRecords,
   }
 }
 

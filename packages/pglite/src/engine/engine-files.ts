@@ -1,6 +1,8 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import { EngineError } from '../errors.js'
 import type { DataTree } from './pgdata-tree.js'
+import type { GuardRecords } from './session-guards.js'
+import { unpackGzippedImage } from './tree-image.js'
 
 /**
  * The engine files as this platform reads them. This is the Node source
@@ -17,11 +19,14 @@ export interface EngineFiles {
   bundledTemplate?(): Promise<DataTree>
   /** The array types (elem, arr, delim) of that template's catalog. */
   readonly bundledArrayTypes?: readonly (readonly [number, number, string])[]
+  /** Where the guarded settings' records are in this engine build (see session-guards.ts). */
+  readonly guardRecords?: GuardRecords
 }
 
 /**
  * Starts unpacking the shipped template early, so it overlaps with compiling
- * the engine. Node ships none (its template comes from the disk cache).
+ * the engine. In Node the template is read only when a create needs one
+ * that is not in the disk cache's snapshot already.
  */
 export function prefetchBundledTemplate(_source: EngineSource): void {}
 
@@ -44,7 +49,7 @@ export function locateEngine(): Promise<{ dist: string; engineVersion: string }>
     const require = createRequire(import.meta.url)
     try {
       // The package's export map lists the wasm files but not the glue, so
-      // locate dist/ through an exported asset (wasm-abi.md §2.1).
+      // locate dist/ through an exported asset (docs/engine.md).
       const dist = dirname(require.resolve('@electric-sql/pglite/pglite.wasm'))
       const pkg = JSON.parse(await readFile(join(dist, '..', 'package.json'), 'utf8')) as { version: string }
       return { dist, engineVersion: `pglite-${pkg.version}` }
@@ -89,7 +94,9 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
     ])
     return { module: await WebAssembly.compile(wasm as Uint8Array<ArrayBuffer>), factory: initdbGlue.default }
   }
+  const shipped = await readShippedTemplate(engineVersion)
   return {
+    ...shipped,
     pgliteWasm: await WebAssembly.compile(pgliteWasm as Uint8Array<ArrayBuffer>),
     // The glue checks for a plain ArrayBuffer of the exact size: copy out of
     // Node's Buffer, which may be a view into a larger pool.
@@ -97,5 +104,45 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
     postgresFactory: glue.default,
     engineVersion,
     initdb,
+  }
+}
+
+/** Where the package build puts the default template (scripts/build-browser.mjs): dist/engine/ beside the bundle. */
+const SHIPPED_TEMPLATE = './engine/default-template'
+
+/**
+ * The default initdb result the package ships, when it was made for the
+ * engine build found: a fresh install's first create() then starts from it
+ * instead of running initdb in the user's process (~2.5 s and ~500 MB of
+ * peak memory). Absent when running from source or when the engine package
+ * is another version than the one the template was made with; the disk
+ * cache and initdb serve those.
+ */
+async function readShippedTemplate(engineVersion: string): Promise<Pick<EngineFiles, 'bundledTemplate' | 'bundledArrayTypes' | 'guardRecords'>> {
+  const { readFile } = await import('node:fs/promises')
+  const { fileURLToPath } = await import('node:url')
+  const file = (ext: string): string => fileURLToPath(new URL(`${SHIPPED_TEMPLATE}.${ext}`, import.meta.url))
+  let manifest: { engineVersion?: unknown; arrayTypes?: unknown; guardRecords?: unknown }
+  try {
+    manifest = JSON.parse(await readFile(file('json'), 'utf8')) as typeof manifest
+  } catch {
+    return {}
+  }
+  if (manifest.engineVersion !== engineVersion || !Array.isArray(manifest.arrayTypes)) return {}
+  let tree: Promise<DataTree> | undefined
+  return {
+    bundledTemplate: () => {
+      tree ??= readFile(file('pgwt.gz')).then(
+        (gz) => unpackGzippedImage(gz),
+        (cause: unknown) => {
+          tree = undefined
+          throw new EngineError(`cannot read the shipped template ${file('pgwt.gz')}`, { code: 'ASSET_MISSING', cause })
+        },
+      )
+      return tree
+    },
+    bundledArrayTypes: manifest.arrayTypes as readonly (readonly [number, number, string])[],
+    // Checked against the engine before use; a wrong one only costs the search.
+    ...(typeof manifest.guardRecords === 'object' && manifest.guardRecords !== null ? { guardRecords: manifest.guardRecords as GuardRecords } : {}),
   }
 }

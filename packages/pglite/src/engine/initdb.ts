@@ -31,7 +31,7 @@ const STDOUT_FILE = `${PG_ROOT}/pgstdout`
  * Runs initdb.wasm against a scratch backend module and returns the new
  * cluster as a tree. initdb "executes" postgres through system()/popen();
  * we answer by re-running the scratch backend's main from a pristine memory
- * image each time (wasm-abi.md §7).
+ * image each time (docs/engine.md).
  */
 export async function runInitdb(assets: EngineAssets, extraArgs: readonly string[] = []): Promise<DataTree> {
   const scratch = await assets.postgresFactory({

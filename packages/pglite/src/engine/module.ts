@@ -1,7 +1,8 @@
 import type { EngineAssets } from './assets.js'
 import type { FsNode, ModuleOptions, PostgresModule } from './emscripten.js'
+import { sideModuleTrust } from './side-module-guard.js'
 
-/** Constants of the host conventions (wasm-abi.md §3); keep in sync with it. */
+/** Constants of the host conventions (docs/engine.md); keep in sync with it. */
 export const PG_ROOT = '/pglite'
 export const PGDATA = '/pglite/data'
 export const POSTGRES_EXE = '/pglite/bin/postgres'
@@ -14,7 +15,7 @@ const MAX_PAGES = 32768
 /**
  * Per-module handles our `instantiateWasm` keeps: the instance (for its table
  * and exports), the import object, and the interval timers Postgres arms
- * through `setitimer` (wasm-abi.md §6, fast-start.md §4).
+ * through `setitimer` (docs/engine.md).
  */
 export interface ModuleControl {
   instance?: WebAssembly.Instance
@@ -31,18 +32,20 @@ export interface ModuleControl {
 
 /**
  * `instantiateWasm` for a precompiled module. It also replaces the glue's
- * `setitimer` with one whose Node timers are unref'd: Postgres re-arms a 10 s
- * alarm forever, and the glue's own timer kept processes alive and pinned
- * instances that were never closed (fast-start.md §5.5).
+ * `setitimer` with one that only records the alarm (see `newModuleControl`):
+ * the glue's own timer kept processes alive, pinned instances that were
+ * never closed, and delivered alarms that end the backend.
  */
 export function instantiateWith<M>(
   compiled: WebAssembly.Module,
   control: ModuleControl = newModuleControl(),
   overrides: Record<string, unknown> = {},
+  wrapImports?: (env: Record<string, unknown>) => void,
 ): ModuleOptions<M>['instantiateWasm'] {
   return (imports, done) => {
     const env = imports.env as Record<string, unknown>
     Object.assign(env, overrides)
+    wrapImports?.(env)
     env._setitimer_js = (which: number, timeoutMs: number): number => {
       control.arm(which, timeoutMs)
       return 0
@@ -57,36 +60,20 @@ export function instantiateWith<M>(
 }
 
 export function newModuleControl(): ModuleControl {
-  const timers = new Map<number, ReturnType<typeof setTimeout>>()
   const armed = new Map<number, number>()
   const control: ModuleControl = {
     armed,
     arm(which, timeoutMs) {
-      const previous = timers.get(which)
-      if (previous !== undefined) {
-        clearTimeout(previous)
-        timers.delete(which)
-        armed.delete(which)
-      }
-      if (!timeoutMs) return
-      const timer = setTimeout(() => {
-        timers.delete(which)
-        armed.delete(which)
-        const fire = control.instance?.exports._emscripten_timeout as ((w: number, now: number) => void) | undefined
-        try {
-          fire?.(which, performance.now())
-        } catch {
-          // An exit thrown from a timer callback has no caller to reach; the
-          // next exec reports a dead engine.
-        }
-      }, timeoutMs)
-      ;(timer as { unref?: () => void }).unref?.()
-      timers.set(which, timer)
-      armed.set(which, performance.now() + timeoutMs)
+      // Only recorded, never delivered. An alarm can only go off between two
+      // requests (a request runs to its end synchronously), and there every
+      // alarm Postgres arms is one that ends the session (idle-in-transaction,
+      // idle-session and transaction timeouts) or a statistics flush. Ending
+      // the session would end the engine every caller shares; the host
+      // enforces those timeouts itself (session-guards.ts, the socket server).
+      if (timeoutMs) armed.set(which, performance.now() + timeoutMs)
+      else armed.delete(which)
     },
     disarmAll() {
-      for (const t of timers.values()) clearTimeout(t)
-      timers.clear()
       armed.clear()
     },
     clearAll() {
@@ -102,7 +89,7 @@ export function createMemory(initialBytes: number): WebAssembly.Memory {
   return new WebAssembly.Memory({ initial, maximum: MAX_PAGES })
 }
 
-/** The environment a backend (or initdb's scratch backend) runs with (wasm-abi.md §4). */
+/** The environment a backend (or initdb's scratch backend) runs with (docs/engine.md). */
 export function backendEnv(username: string, database: string): Record<string, string> {
   return {
     HOME: '/home/postgres',
@@ -149,6 +136,7 @@ export function installFastPreload(m: PostgresModule): void {
     node.usedBytes = data.byteLength
     // Every module shares these bytes: a write must copy first (pgdata-tree.ts).
     node.pgwasmShared = true
+    if (path.endsWith('.so')) sideModuleTrust(m).trustBytes(data)
   }
 }
 
@@ -165,7 +153,7 @@ export function preloadedPackage(assets: EngineAssets): (name: string, size: num
 /**
  * Answers Postgres' process emulation: `system()` fails (there are no
  * processes), `popen('locale -a')` reads the shipped locale list
- * (wasm-abi.md §5.4). Must run in `onRuntimeInitialized`, before `callMain`.
+ * (docs/engine.md). Must run in `onRuntimeInitialized`, before `callMain`.
  */
 export function installProcessHooks(mod: PostgresModule): number[] {
   let open = 0
@@ -188,3 +176,43 @@ export function installProcessHooks(mod: PostgresModule): number[] {
   mod._pgl_set_pclose_fn(pclose)
   return [system, popen, pclose]
 }
+
+/** The trees `pglite.data` ships; Postgres only ever reads them. */
+const SHIPPED_TREES = [`${PG_ROOT}/bin`, `${PG_ROOT}/lib`, `${PG_ROOT}/share`, `${PG_ROOT}/icu`, '/home']
+
+/**
+ * Makes the shipped files and their folders read-only. Emscripten's file
+ * system checks mode bits once the runtime is up, so SQL that writes files
+ * (`lo_export`, `COPY ... TO`) can no longer replace an extension's control
+ * file or SQL script, or leave files for the next database a recycled
+ * module serves. The host writes there itself (contrib bundles) with
+ * {@link asHost}.
+ */
+export function lockShippedTrees(mod: PostgresModule): void {
+  const fs = mod.FS
+  const lock = (node: FsNode): void => {
+    if (fs.isDir(node.mode)) {
+      node.mode = (node.mode & ~0o7777) | 0o555
+      for (const child of Object.values(node.contents as Record<string, FsNode>)) lock(child)
+    } else if (fs.isFile(node.mode)) {
+      node.mode = (node.mode & ~0o7777) | (node.mode & 0o111 ? 0o555 : 0o444)
+    }
+  }
+  for (const root of SHIPPED_TREES) {
+    const found = fs.analyzePath(root)
+    if (found.exists && found.object) lock(found.object)
+  }
+}
+
+/** Runs `job` with the file system's permission checks off: the host's own writes. */
+export function asHost<T>(mod: PostgresModule, job: () => T): T {
+  const fs = mod.FS as unknown as { ignorePermissions: boolean }
+  const before = fs.ignorePermissions
+  fs.ignorePermissions = true
+  try {
+    return job()
+  } finally {
+    fs.ignorePermissions = before
+  }
+}
+

@@ -102,7 +102,7 @@ export function copiesOnWrite(mod: PostgresModule): boolean {
  * Makes MEMFS copy a shared file's contents before its first write.
  * Both entry points are wrapped: file streams use `ops_table.file.stream.write`
  * (built at the first node creation), msync of shared mmaps calls
- * `stream_ops.write` directly (fast-start.md §3).
+ * `stream_ops.write` directly.
  */
 function installCopyOnWrite(mod: PostgresModule): void {
   const memfs = mod.MEMFS
@@ -120,6 +120,7 @@ function installCopyOnWrite(mod: PostgresModule): void {
   memfs.stream_ops.write = wrap(memfs.stream_ops.write)
   if (memfs.ops_table) memfs.ops_table.file.stream.write = wrap(memfs.ops_table.file.stream.write)
   memfs.expandFileStorage = expandFileStorage
+  memfs.resizeFileStorage = resizeFileStorage
 }
 
 /** Files double up to this size, then grow by half. */
@@ -139,6 +140,45 @@ function expandFileStorage(node: FsNode, capacity: number): void {
   const next = new Uint8Array(grown)
   if (old && node.usedBytes > 0) next.set(old.subarray(0, node.usedBytes))
   node.contents = next
+}
+
+/**
+ * MEMFS' own resize (ftruncate, and fallocate, which Postgres uses to
+ * extend a relation by many blocks at once during bulk loads) makes an
+ * array of exactly the new size and copies the whole file into it, every
+ * time: loading a table with COPY or CREATE TABLE AS was quadratic in its
+ * size. Growth now reuses the array's spare room or doubles it; a shrink
+ * keeps the array unless most of it would sit unused.
+ */
+function resizeFileStorage(node: FsNode, size: number): void {
+  const used = node.usedBytes
+  if (used === size) return
+  let contents = node.contents as Uint8Array | null
+  if (size === 0) {
+    node.contents = null
+  } else if (size > used) {
+    if (!contents || contents.length < size || node.pgwasmShared) {
+      if (node.pgwasmShared) {
+        node.contents = contents = contents ? copyWritten(contents, used) : null
+        node.pgwasmShared = false
+      }
+      expandFileStorage(node, size)
+      contents = node.contents as Uint8Array
+    }
+    // Bytes past the old end may hold what a shrink left: the file reads zeros there.
+    contents.fill(0, used, size)
+  } else if (contents && contents.length > 4 * size && contents.length > 1024 * 1024) {
+    node.contents = contents.slice(0, size)
+    node.pgwasmShared = false
+  } else if (node.pgwasmShared && contents) {
+    // Not written to: a copy of what stays, so nothing of the shared bytes lies past the end.
+    node.contents = copyWritten(contents, size)
+    node.pgwasmShared = false
+  } else if (contents) {
+    // MEMFS' allocate (fallocate) grows usedBytes over whatever lies past the end.
+    contents.fill(0, size, used)
+  }
+  node.usedBytes = size
 }
 
 /**

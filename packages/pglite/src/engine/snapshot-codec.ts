@@ -18,6 +18,7 @@ interface Header {
   streams: EngineSnapshot['streams']
   chunkCount: number
   dirs: { root: string; entries: { path: string; mode: number; mtimeMs: number; size: number }[] }[]
+  note?: string
 }
 
 export function encodeSnapshot(snap: EngineSnapshot): Uint8Array {
@@ -33,6 +34,7 @@ export function encodeSnapshot(snap: EngineSnapshot): Uint8Array {
       root,
       entries: tree.map((e) => ({ path: e.path, mode: e.mode, mtimeMs: e.mtimeMs, size: e.data ? e.data.byteLength : -1 })),
     })),
+    ...(snap.note !== undefined ? { note: snap.note } : {}),
   }
   const json = new TextEncoder().encode(JSON.stringify(header))
   const headerEnd = align8(8 + 4 + json.length)
@@ -91,6 +93,7 @@ export function decodeSnapshot(bytes: Uint8Array): EngineSnapshot {
     cwd: header.cwd,
     stackPointer: header.stackPointer,
     timers: header.timers,
+    ...(typeof header.note === 'string' ? { note: header.note } : {}),
   }
 }
 

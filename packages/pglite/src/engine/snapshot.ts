@@ -5,7 +5,7 @@ import { copiesOnWrite, copyBytes, isZero, materializeTree, nativeZeroCheck, typ
 
 /**
  * Everything a started, idle backend is, so that a blank module can become an
- * independent copy of it without running Postgres' startup (fast-start.md §4-5).
+ * independent copy of it without running Postgres' startup.
  * Immutable once taken; one snapshot serves any number of restores.
  */
 export interface EngineSnapshot {
@@ -19,6 +19,8 @@ export interface EngineSnapshot {
   readonly cwd: string
   readonly stackPointer: number
   readonly timers: readonly { readonly which: number; readonly remainingMs: number }[]
+  /** What its taker keeps with a saved state (JSON text); the engine does not read it. */
+  readonly note?: string
 }
 
 export interface StreamRecord {
@@ -270,6 +272,9 @@ export function resetForRestore(mod: PostgresModule, control: ModuleControl): vo
   }
   mod.FS.chdir('/')
   for (const root of SNAPSHOT_DIRS) removeTree(mod, root)
+  // Whatever SQL wrote there (lo_export, COPY TO) goes with the database.
+  removeTree(mod, '/tmp')
+  mod.FS.mkdir('/tmp', 0o777)
 }
 
 /**

@@ -10,7 +10,7 @@ const PAGE = 65536
 /**
  * Snapshots of freshly started backends, by everything that shaped them
  * (template, user, database, arguments): the second in-memory database of a
- * process is a restore, not a Postgres startup (fast-start.md §7).
+ * process is a restore, not a Postgres startup.
  */
 const snapshots = new Map<string, EngineSnapshot>()
 
@@ -165,10 +165,52 @@ export async function startInMemory(assets: EngineAssets, options: MemoryStartOp
   return backend
 }
 
-type SnapshotKeyParts = Pick<MemoryStartOptions, 'treeKey' | 'username' | 'database' | 'startArgs' | 'cacheDir'>
+export type SnapshotKeyParts = Pick<MemoryStartOptions, 'treeKey' | 'username' | 'database' | 'startArgs' | 'cacheDir'>
 
 function snapshotKey(o: SnapshotKeyParts): string {
   return JSON.stringify([SNAPSHOT_FORMAT, o.treeKey, o.username, o.database, o.startArgs])
+}
+
+/**
+ * A saved state: the snapshot of a database that some setup (a schema, seed
+ * rows) left, under the caller's key and everything the start-up snapshot
+ * is keyed by.
+ */
+function savedStateKey(o: SnapshotKeyParts, key: string): string {
+  return JSON.stringify([SNAPSHOT_FORMAT, 'saved-state', key, o.treeKey, o.username, o.database, o.startArgs])
+}
+
+/**
+ * A backend restored from the saved state `key`, from this process or the
+ * disk cache, with the note saved beside it; undefined when there is none.
+ */
+export async function restoreSavedState(
+  assets: EngineAssets,
+  o: SnapshotKeyParts,
+  key: string,
+  onLog?: (line: string) => void,
+): Promise<{ backend: Backend; note: string | undefined } | undefined> {
+  const id = savedStateKey(o, key)
+  const snapshot = snapshots.get(id) ?? (await loadFromDisk(id, o.cacheDir).catch(() => undefined))
+  if (!snapshot) return undefined
+  try {
+    const blank = await pool.take(assets, snapshot.pages)
+    return { backend: Backend.restore(blank, snapshot, onLog), note: snapshot.note }
+  } catch {
+    // One this build cannot restore: the caller runs the setup again and saves anew.
+    snapshots.delete(id)
+    await forgetOnDisk(id, o.cacheDir)
+    return undefined
+  }
+}
+
+/** Saves `backend` (idle, no side module loaded) and `note` as the state `key`, in this process and the disk cache. */
+export async function saveState(o: SnapshotKeyParts, key: string, backend: Backend, note: string): Promise<void> {
+  const id = savedStateKey(o, key)
+  const taken = { ...backend.snapshot(), note }
+  snapshots.set(id, taken)
+  pool.prepare(taken.pages)
+  await saveToDisk(id, taken, o.cacheDir)
 }
 
 const diskReads = new Map<string, Promise<EngineSnapshot | undefined>>()
@@ -190,7 +232,7 @@ export function prefetchSnapshot(o: SnapshotKeyParts): Promise<EngineSnapshot | 
 }
 
 /** Bump when what a snapshot holds or how it is encoded changes. */
-const SNAPSHOT_FORMAT = 1
+const SNAPSHOT_FORMAT = 2
 
 function isNode(): boolean {
   return typeof process !== 'undefined' && typeof process.versions?.node === 'string'

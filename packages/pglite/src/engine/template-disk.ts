@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises'
+import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { pidExists } from '../fs/process-identity.js'
 
 /**
  * Where templates live: `PGWASM_CACHE_DIR`, else `node_modules/.cache/pgwasm`
@@ -38,8 +39,13 @@ export async function readVerified(file: string, digestBytes: number): Promise<U
   if (bytes.byteLength > digestBytes) {
     const body = bytes.subarray(digestBytes)
     const digest = createHash('sha256').update(body).digest()
-    // A plain Uint8Array view: Buffer's slice() would not copy (see copyBytes).
-    if (digest.equals(bytes.subarray(0, digestBytes))) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+    if (digest.equals(bytes.subarray(0, digestBytes))) {
+      // The modification time orders entries for eviction: a used one is recent.
+      const now = new Date()
+      await utimes(file, now, now).catch(() => {})
+      // A plain Uint8Array view: Buffer's slice() would not copy (see copyBytes).
+      return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+    }
   }
   await unlink(file).catch(() => {})
   return undefined
@@ -56,10 +62,59 @@ export async function writeAtomically(dir: string, file: string, body: Uint8Arra
   if (digest.byteLength !== digestBytes) throw new Error('digest size mismatch')
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
   try {
-    await writeFile(temp, Buffer.concat([digest, body]))
+    // Two writes, not one of a concatenation: that would copy the ~50 MB body once more.
+    const handle = await open(temp, 'w')
+    try {
+      const { bytesWritten } = await handle.writev([digest, body])
+      if (bytesWritten !== digest.byteLength + body.byteLength) throw new Error(`short write to ${temp}`)
+    } finally {
+      await handle.close()
+    }
     await rename(temp, file)
   } catch (err) {
     await unlink(temp).catch(() => {})
     throw err
+  }
+  await pruneCache(dir, file).catch(() => {
+    // A cache that cannot be pruned still works; it only takes more room.
+  })
+}
+
+/** Cache size above which the least recently used entries go: `PGWASM_CACHE_MAX_MB`, 200 MB by default. */
+export function cacheBudgetBytes(): number {
+  const mb = Number(process.env.PGWASM_CACHE_MAX_MB)
+  return (Number.isFinite(mb) && mb > 0 ? mb : 200) * 1024 * 1024
+}
+
+/** A temporary file no writer can still finish: this old, or its writer's process is gone. */
+const ORPHAN_AGE_MS = 60 * 60 * 1000
+
+/**
+ * Removes temporary files whose writer died mid-write (a killed process
+ * leaves one behind each time), then the least recently used entries while
+ * the cache is over its budget. `keep` (the entry just written) always stays.
+ */
+export async function pruneCache(dir: string, keep: string): Promise<void> {
+  const now = Date.now()
+  const entries: { file: string; size: number; mtime: number }[] = []
+  for (const name of await readdir(dir)) {
+    const file = join(dir, name)
+    const info = await stat(file).catch(() => undefined)
+    if (!info?.isFile()) continue
+    const temp = /\.(\d+)\.[0-9a-f]+\.tmp$/.exec(name)
+    if (temp) {
+      const pid = Number(temp[1])
+      if (now - info.mtimeMs > ORPHAN_AGE_MS || (pid !== process.pid && !pidExists(pid))) await unlink(file).catch(() => {})
+      continue
+    }
+    if (/^(template|snapshot)-[0-9a-f]+\.bin$/.test(name)) entries.push({ file, size: info.size, mtime: info.mtimeMs })
+  }
+  let total = entries.reduce((sum, e) => sum + e.size, 0)
+  const budget = cacheBudgetBytes()
+  for (const e of entries.sort((a, b) => a.mtime - b.mtime)) {
+    if (total <= budget) break
+    if (e.file === keep) continue
+    await unlink(e.file).catch(() => {})
+    total -= e.size
   }
 }

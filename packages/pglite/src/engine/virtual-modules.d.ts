@@ -5,6 +5,8 @@ declare module 'pgwasm:engine-manifest' {
   export const sizes: Record<'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.pgwt.gz', number>
   /** The template catalog's array types: element OID, array OID, delimiter. */
   export const arrayTypes: readonly (readonly [number, number, string])[]
+  /** Where the guarded settings' records are in the engine (session-guards.ts). */
+  export const guardRecords: Readonly<Record<string, number>>
 }
 // Each asset gzipped, base64 (the template's gzip is the asset itself, base64 only).
 declare module 'pgwasm:engine-core' {

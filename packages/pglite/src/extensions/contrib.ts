@@ -1,12 +1,13 @@
 /**
  * PostgreSQL contrib modules from the engine package's bundles
- * (`<dist>/<bundle>.tar.gz`, wasm-abi.md §8): their files are put into the
+ * (`<dist>/<bundle>.tar.gz`, docs/engine.md): their files are put into the
  * module's file system before Postgres starts, the side modules compiled and
  * instantiated ahead, so `CREATE EXTENSION` (or `LOAD`) finds them ready.
  */
 import { locateEngine } from '../engine/assets.js'
 import type { PostgresModule } from '../engine/emscripten.js'
 import { PG_ROOT } from '../engine/module.js'
+import { sideModuleTrust } from '../engine/side-module-guard.js'
 import type { TreeEntry } from '../engine/pgdata-tree.js'
 import { EngineError } from '../errors.js'
 import { gunzip } from '../fs/gzip.js'
@@ -101,7 +102,7 @@ async function loadBundle(bundle: string, file: string): Promise<TreeEntry[]> {
   } catch (cause) {
     throw new EngineError(`contrib bundle ${bundle} cannot be read from ${file}`, { code: 'ASSET_MISSING', cause })
   }
-  // Sorted: a side module preloaded before one that links against it (wasm-abi.md §8.2).
+  // Sorted: a side module preloaded before one that links against it (docs/engine.md).
   return unpackTar(await gunzip(packed)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 
@@ -130,7 +131,7 @@ interface PreloadFs {
 export async function installContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
   const trees = await Promise.all(contrib.map(readBundle))
   const fs = mod.FS
-  const preloads: Promise<void>[] = []
+  const sideModules: [dir: string, name: string, data: Uint8Array][] = []
   const written = new Set<string>()
   for (const tree of trees) {
     for (const entry of tree) {
@@ -144,21 +145,34 @@ export async function installContrib(mod: PostgresModule, contrib: readonly Cont
       const slash = path.lastIndexOf('/')
       const dir = path.slice(0, slash)
       fs.mkdirTree(dir)
-      if (path.endsWith('.so')) preloads.push(preload(mod, dir, path.slice(slash + 1), entry.data))
+      if (path.endsWith('.so')) sideModules.push([dir, path.slice(slash + 1), entry.data])
       else fs.writeFile(path, entry.data)
     }
   }
-  await Promise.all(preloads)
+  // One at a time. The glue instantiates a side module asynchronously and,
+  // when it is done, resolves every symbol entry still unresolved, those of
+  // modules whose instantiation is under way included; it fails on those,
+  // and the module that finished is then compiled again at dlopen and linked
+  // to the symbol entries of its first copy, whose data was never relocated
+  // (pgcrypto's digest() failed with "Cipher cannot be initialized").
+  for (const [dir, name, data] of sideModules) await preload(mod, dir, name, data)
 }
 
 function preload(mod: PostgresModule, dir: string, name: string, data: Uint8Array): Promise<void> {
   const fs = mod.FS as unknown as PreloadFs & PostgresModule['FS']
   // The glue may keep the array (canOwn): hand it a copy, never the cached bundle.
   const bytes = new Uint8Array(data)
+  const trust = sideModuleTrust(mod)
+  // The bundle's own bytes, not the array the file system may go on to write into.
+  trust.trustBytes(new Uint8Array(data))
   return new Promise<void>((resolve) => {
-    fs.createPreloadedFile(dir, name, bytes, true, true, resolve, () => {
+    const loaded = (): void => {
+      trust.trustPreloaded(`${dir}/${name}`)
+      resolve()
+    }
+    fs.createPreloadedFile(dir, name, bytes, true, true, loaded, () => {
       // A module that failed to precompile is still loadable: dlopen then
-      // compiles it synchronously (wasm-abi.md §8.2).
+      // compiles it synchronously (docs/engine.md).
       if (!fs.analyzePath(`${dir}/${name}`).exists) fs.writeFile(`${dir}/${name}`, bytes)
       resolve()
     }, false)

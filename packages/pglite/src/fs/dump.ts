@@ -1,6 +1,6 @@
 /**
  * Data-directory tarballs: what `dumpDataDir()` writes and the `loadDataDir`
- * option reads, in the format of `@electric-sql/pglite` (wasm-abi.md §11), so
+ * option reads, in the format of `@electric-sql/pglite` (docs/engine.md), so
  * dumps move both ways between the two. Browser-safe.
  */
 import { EngineError, IncompatibleDataDirError } from '../errors.js'

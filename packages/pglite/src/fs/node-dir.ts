@@ -1,14 +1,28 @@
-import { mkdir, readdir, readFile, rm, stat, unlink, utimes, writeFile, chmod } from 'node:fs/promises'
-import { join } from 'node:path'
+import { mkdir, readdir, readFile, realpath, rm, stat, unlink, utimes, writeFile, chmod } from 'node:fs/promises'
+import { basename, dirname, join, resolve } from 'node:path'
 import { EngineError, IncompatibleDataDirError } from '../errors.js'
 import { isDirEntry, type DataTree } from '../engine/pgdata-tree.js'
 import { LOCK_FILE, lockDataDir } from './dir-lock.js'
+import { makeDirs } from './make-dirs.js'
 
-/** PostgreSQL major version of the pinned engine (wasm-abi.md §1; keep in sync). */
+/** PostgreSQL major version of the pinned engine (docs/engine.md; keep in sync). */
 export const ENGINE_PG_MAJOR = '18'
 
 /** Written before a new cluster is copied in, removed after: its presence means a half-made directory. */
 const INIT_MARKER = '.pgwasm-initializing'
+
+/**
+ * The absolute path of `path` with every symlink resolved, for as much of it
+ * as exists: the engine cannot mount a symlink, and two paths to one
+ * directory must name one directory.
+ */
+export async function canonicalDir(path: string): Promise<string> {
+  const absolute = resolve(path)
+  const real = await realpath(absolute).catch(() => undefined)
+  if (real !== undefined) return real
+  const parent = dirname(absolute)
+  return parent === absolute ? absolute : join(await canonicalDir(parent), basename(absolute))
+}
 
 /**
  * Makes `path` hold a cluster: reuses an existing one as is, else copies the
@@ -19,7 +33,7 @@ export async function prepareNodeDataDir(
   path: string,
   template: () => Promise<DataTree>,
 ): Promise<{ created: boolean; unlock: () => Promise<void> }> {
-  await mkdir(path, { recursive: true, mode: 0o700 })
+  await makeDirs(path, 0o700)
   const unlock = await lockDataDir(path)
   try {
     return { created: await prepareLocked(path, template), unlock }

@@ -19,14 +19,31 @@ export interface ProtocolHandler {
  */
 export class ParsedHandler implements ProtocolHandler {
   readonly #scanner: FrameScanner
+  #failed = false
+  #failure: unknown
   constructor(sink: FrameSink) {
     this.#scanner = new FrameScanner(sink)
   }
   onChunk(bytes: Uint8Array): void {
-    this.#scanner.push(bytes)
+    if (this.#failed) return
+    // An exception thrown into the engine (a caller's parser that throws)
+    // would end it: keep it for the caller, and skip the rest of the output.
+    try {
+      this.#scanner.push(bytes)
+    } catch (err) {
+      this.#failed = true
+      this.#failure = err
+    }
   }
   finish(): void {
     this.#scanner.reset()
+  }
+  /** What the sink threw during the exec, once (undefined when nothing did). */
+  takeFailure(): unknown {
+    const failure = this.#failure
+    this.#failed = false
+    this.#failure = undefined
+    return failure
   }
   get assemblyBytes(): number {
     return this.#scanner.assemblyBytes

@@ -40,5 +40,5 @@ export interface QueryOptions {
 
 export interface DescribeQueryResult {
   queryParams: { dataTypeID: number; serializer: Serializer | undefined }[]
-  resultFields: { name: string; dataTypeID: number; parser: Parser | undefined }[]
+  resultFields: { name: string; dataTypeID: number; parser: Parser }[]
 }

@@ -76,7 +76,9 @@ export class QueryRunner {
     const collector = this.collector.reset(this.#parsersFor(options), options?.rowMode ?? 'object', shape)
     this.#backend.exec(message, this.#handler)
     this.#handler.finish()
+    const failure = this.#handler.takeFailure()
     this.#hooks.afterExec(collector, options)
+    if (failure !== undefined) throw failure
     return collector
   }
 
@@ -206,7 +208,8 @@ export class QueryRunner {
       resultFields: (c.described?.fields ?? []).map(({ name, dataTypeID }) => ({
         name,
         dataTypeID,
-        parser: parsers[dataTypeID],
+        // Text and unknown types come back as strings: a parser that returns its input.
+        parser: parsers[dataTypeID] ?? identity,
       })),
     }
   }
@@ -221,3 +224,5 @@ function withQuery(error: DatabaseError, sql: string, params: readonly unknown[]
   error.params = params
   return error
 }
+
+const identity: Parser = (value) => value

@@ -4,8 +4,10 @@
  * fragments nest; `identifier` and `raw` splice text in.
  */
 
-const FRAGMENT = Symbol('pgwasm.sqlFragment')
-const TEXT = Symbol('pgwasm.sqlText')
+// Registry symbols: the ESM and CJS builds (and `/template`) each carry a
+// copy of this module, and a fragment made by one must nest in another's.
+const FRAGMENT = Symbol.for('pgwasm.sqlFragment')
+const TEXT = Symbol.for('pgwasm.sqlText')
 
 /** A piece of SQL with its own parameters, made by {@link sql}. */
 export interface SqlFragment {

@@ -46,6 +46,8 @@ export class PGliteWorker implements AsyncDisposable {
   /** Set until the worker answers it, so a `hello` can have it sent again. */
   #initRequest: Request | undefined
   #ready = false
+  #isLeader = true
+  readonly #leaderListeners = new Set<() => void>()
   #closing = false
   #closed = false
   #closeReason = ''
@@ -118,9 +120,28 @@ export class PGliteWorker implements AsyncDisposable {
     return { sharedCalls: counts?.shared ?? 0, messageCalls: counts?.message ?? 0 }
   }
 
-  /** Always true: a dedicated worker serves one page, with no leader election (kept for `@electric-sql/pglite` code). */
+  /**
+   * Whether this page's worker runs the database. Tabs that open the same
+   * `idb://` database (or the same `id`) share it: one tab's worker leads
+   * and the others forward their calls to it. Always true for a database
+   * that is not shared.
+   */
   get isLeader(): boolean {
-    return true
+    return this.#isLeader
+  }
+
+  /**
+   * Calls `callback` when this page's worker starts or stops leading (the
+   * leading tab went away and this one took over). Returns a function that
+   * removes it.
+   */
+  onLeaderChange(callback: () => void): () => void {
+    this.#leaderListeners.add(callback)
+    return () => this.offLeaderChange(callback)
+  }
+
+  offLeaderChange(callback: () => void): void {
+    this.#leaderListeners.delete(callback)
   }
 
   /**
@@ -158,7 +179,7 @@ export class PGliteWorker implements AsyncDisposable {
     const described = await this.#call({ op: 'describeQuery', id: this.#calls.nextId(), sql, paramTypes: options?.paramTypes })
     return {
       queryParams: described.queryParams.map((p) => ({ dataTypeID: p.dataTypeID, serializer: defaultSerializers[p.dataTypeID] })),
-      resultFields: described.resultFields.map((f) => ({ name: f.name, dataTypeID: f.dataTypeID, parser: defaultParsers[f.dataTypeID] })),
+      resultFields: described.resultFields.map((f) => ({ name: f.name, dataTypeID: f.dataTypeID, parser: defaultParsers[f.dataTypeID] ?? ((value: string) => value) })),
     }
   }
 
@@ -171,7 +192,7 @@ export class PGliteWorker implements AsyncDisposable {
   async transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
     const txId = await this.#call({ op: 'begin', id: this.#calls.nextId() })
     let closed = false
-    const closedError = (): Promise<never> => Promise.reject(new ClosedError('the transaction is closed'))
+    const closedError = (): Promise<never> => Promise.reject(new ClosedError('Transaction is closed'))
     const tx: Transaction = {
       query: (sql, params, options) => (closed ? closedError() : (this.#query(txId, sql, params, options) as Promise<Results<never>>)),
       sql: (strings, ...params) => {
@@ -180,7 +201,7 @@ export class PGliteWorker implements AsyncDisposable {
       },
       exec: (sql, options) => (closed ? closedError() : this.#exec(txId, sql, options)),
       rollback: async () => {
-        if (closed) throw new ClosedError('the transaction is closed')
+        if (closed) throw new ClosedError('Transaction is closed')
         await this.#callInTransaction({ op: 'rollback', id: this.#calls.nextId(), tx: txId })
         closed = true
       },
@@ -359,6 +380,17 @@ export class PGliteWorker implements AsyncDisposable {
         return
       case 'hello':
         if (this.#initRequest) this.#channel.post(this.#initRequest)
+        return
+      case 'leader':
+        if (reply.isLeader === this.#isLeader) return
+        this.#isLeader = reply.isLeader
+        for (const listener of [...this.#leaderListeners]) {
+          try {
+            listener()
+          } catch {
+            // A listener's error is its own; the others still hear of the change.
+          }
+        }
         return
     }
   }

@@ -10,6 +10,7 @@ import { OpenTransaction } from './open-transaction.js'
 import { fromWireQueryOptions, type PGliteWorkerInitOptions } from './options.js'
 import { openChannel, type Channel, type WebWorkerLike, type WorkerLike } from './port.js'
 import { withWorkerLane } from './shared-lane.js'
+import { sharedName, TabGroup } from './tabs.js'
 import { byteaBuffers, ownsBuffer } from './transfer.js'
 import { NO_TRANSACTION, type OpValues, type Reply, type Request, type WireDescription } from './protocol.js'
 
@@ -33,9 +34,6 @@ export interface WorkerOptions {
 type Queryable = Pick<Transaction, 'query' | 'exec'>
 
 const HELLO: Reply = { kind: 'hello' }
-
-/** `listen` registers this in the worker; the page keeps the real callbacks. */
-const FORWARDED = (): void => {}
 
 /**
  * Serves a `PGliteWorker` from inside a Web Worker or a `worker_threads`
@@ -75,17 +73,35 @@ class WorkerHost {
   readonly #init: WorkerOptions['init']
   readonly #detach: () => void
   readonly #transactions = new Map<number, OpenTransaction>()
+  /** `listen` registers this in the worker (one per host, so an `unlisten` removes only its page's); the page keeps the real callbacks. */
+  readonly #forwarded = (): void => {}
+  readonly #listening = new Set<string>()
+  /**
+   * Serves another tab on a database this worker leads: its `close` ends
+   * only its own session (transactions, listens), not the database.
+   */
+  readonly #guest: boolean
+  #unhookNotifications: (() => void) | undefined
   #nextTransaction = 1
   #db: PGlite | undefined
-  #starting: Promise<PGlite> | undefined
+  /** Resolves with the database once it is ready; with undefined in a tab that follows another (tabs.ts). */
+  #starting: Promise<PGlite | undefined> | undefined
+  /** The tabs sharing this database, when it is shared (tabs.ts). */
+  #tabs: TabGroup | undefined
   #markStarted!: () => void
 
-  constructor(channel: Channel, init: WorkerOptions['init']) {
+  constructor(channel: Channel, init: WorkerOptions['init'], guestOf?: PGlite) {
     this.#channel = channel
     this.#init = init
+    this.#guest = guestOf !== undefined
     this.started = new Promise((resolve) => (this.#markStarted = resolve))
     this.#detach = channel.attach(this.#onMessage)
-    channel.post(HELLO)
+    if (guestOf) {
+      this.#adopt(guestOf)
+      this.#markStarted()
+    } else {
+      channel.post(HELLO)
+    }
   }
 
   readonly #onMessage = (data: unknown): void => {
@@ -93,15 +109,18 @@ class WorkerHost {
     if (typeof data !== 'object' || data === null || typeof (data as Request).op !== 'string' || typeof (data as Request).id !== 'number') return
     const request = data as Request
     if (request.op === 'init') void this.#answerInit(request)
+    else if (this.#tabs && !this.#tabs.isLeader) this.#tabs.forward(request)
     else if (this.#db) void this.#serve(this.#db, request)
     else void this.#serveWhenStarted(request)
   }
 
   async #answerInit(request: Extract<Request, { op: 'init' }>): Promise<void> {
     // A page that re-sent `init` after our hello gets the same outcome twice; it keeps the first.
-    this.#starting ??= this.#start(request.options)
+    const name = sharedName(request.options)
+    this.#starting ??= name === undefined ? this.#start(request.options) : this.#join(name, request.options)
     try {
       await this.#starting
+      if (this.#tabs) this.#channel.post({ kind: 'leader', isLeader: this.#tabs.isLeader } satisfies Reply)
       this.#reply({ kind: 'ok', id: request.id, value: undefined })
     } catch (err) {
       this.#replyError(request.id, err, undefined)
@@ -117,9 +136,51 @@ class WorkerHost {
       throw new TypeError('`init` must return a PGlite instance (or a promise of one)')
     }
     await db.waitReady
-    db.onNotification((channel, payload) => this.#channel.post({ kind: 'notification', channel, payload } satisfies Reply))
-    this.#db = db
+    this.#adopt(db)
     return db
+  }
+
+  #adopt(db: PGlite): void {
+    this.#unhookNotifications = db.onNotification((channel, payload) => this.#channel.post({ kind: 'notification', channel, payload } satisfies Reply))
+    this.#db = db
+  }
+
+  /**
+   * Joins the other tabs of this database: leads (opens it) when none does,
+   * else follows. Resolves with the database when leading, with undefined
+   * when following (the page's requests are forwarded to the leader).
+   */
+  async #join(name: string, options: PGliteWorkerInitOptions): Promise<PGlite | undefined> {
+    let opened: Promise<PGlite> | undefined
+    const tabs = await TabGroup.join(name, {
+      lead: async () => {
+        opened ??= this.#start(options)
+        await opened
+      },
+      serveFollower: (channel) => {
+        const guest = new WorkerHost(channel, this.#init, this.#db!)
+        return () => void guest.leave()
+      },
+      toPage: (reply) => this.#channel.post(reply),
+      leaderChanged: (isLeader) => this.#channel.post({ kind: 'leader', isLeader } satisfies Reply),
+      serveOwn: (request) => this.#onMessage(request),
+    })
+    this.#tabs = tabs
+    // A follower may have to take over: compile the engine now, so that then only the database is read.
+    if (!opened) void import('../engine/assets.js').then((m) => m.loadAssets({ assetBaseUrl: options.assetBaseUrl })).catch(() => {})
+    return opened
+  }
+
+  /** A guest tab went away (or closed): its transactions roll back, its listens go; the database stays open. */
+  async leave(): Promise<void> {
+    const open = [...this.#transactions.values()]
+    this.#transactions.clear()
+    await Promise.all(open.map((t) => t.end(false).catch(() => {})))
+    const db = this.#db
+    if (db && !db.closed) await Promise.all([...this.#listening].map((c) => db.unlisten(c, this.#forwarded).catch(() => {})))
+    this.#listening.clear()
+    this.#unhookNotifications?.()
+    this.#detach()
   }
 
   async #serveWhenStarted(request: Request): Promise<void> {
@@ -127,14 +188,16 @@ class WorkerHost {
       this.#replyError(request.id, new TypeError(`\`${request.op}\` came before \`init\``), undefined)
       return
     }
-    let db: PGlite
+    let db: PGlite | undefined
     try {
       db = await this.#starting
     } catch (err) {
       this.#replyError(request.id, err, undefined)
       return
     }
-    await this.#serve(db, request)
+    if (this.#tabs && !this.#tabs.isLeader) this.#tabs.forward(request)
+    else if (db ?? this.#db) await this.#serve((db ?? this.#db)!, request)
+    else this.#replyError(request.id, new ClosedError('the database is not open in this worker'), undefined)
   }
 
   /** One request, one reply. An async method rather than `then` callbacks: no closures per call. */
@@ -178,11 +241,13 @@ class WorkerHost {
           value = undefined
           break
         case 'listen':
-          await db.listen(request.channel, FORWARDED, this.#txOrUndefined(request.tx))
+          await db.listen(request.channel, this.#forwarded, this.#txOrUndefined(request.tx))
+          this.#listening.add(request.channel)
           value = undefined
           break
         case 'unlisten':
-          await db.unlisten(request.channel, undefined, this.#txOrUndefined(request.tx))
+          await db.unlisten(request.channel, this.#forwarded, this.#txOrUndefined(request.tx))
+          this.#listening.delete(request.channel)
           value = undefined
           break
         case 'execProtocolRaw': {
@@ -199,7 +264,8 @@ class WorkerHost {
           break
         }
         case 'close':
-          await db.close()
+          if (this.#guest) await this.leave()
+          else await db.close()
           value = undefined
           break
         case 'init':
@@ -216,6 +282,8 @@ class WorkerHost {
     if (request.op === 'close') {
       this.#transactions.clear()
       this.#detach()
+      // Another tab may lead now.
+      this.#tabs?.close()
     }
   }
 
@@ -234,7 +302,7 @@ class WorkerHost {
 
   #transaction(id: number): OpenTransaction & { tx: Transaction } {
     const open = this.#transactions.get(id)
-    if (!open?.tx) throw new ClosedError('the transaction is closed')
+    if (!open?.tx) throw new ClosedError('Transaction is closed')
     return open as OpenTransaction & { tx: Transaction }
   }
 

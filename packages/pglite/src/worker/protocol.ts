@@ -77,3 +77,5 @@ export type Reply =
    * sends it again.
    */
   | { readonly kind: 'hello' }
+  /** Whether this page's worker leads the tabs that share its database (tabs.ts): sent before the `init` reply and on each change. */
+  | { readonly kind: 'leader'; readonly isLeader: boolean }

@@ -18,6 +18,43 @@ function describe(err: unknown): ErrorInfo {
 const open = new Map<string, PGlite>()
 
 const api = {
+  /** relaxedDurability on idb://: the setting is on, and what was written is there after close and reopen. */
+  async idbRelaxed(name: string) {
+    const db = await PGlite.create(`idb://${name}`, { relaxedDurability: true })
+    const setting = (await db.query<{ synchronous_commit: string }>('show synchronous_commit')).rows[0]!.synchronous_commit
+    await db.exec('create table r (v int)')
+    for (let i = 0; i < 5; i++) await db.query('insert into r values ($1)', [i])
+    await db.close()
+    const again = await PGlite.create(`idb://${name}`)
+    const { rows } = await again.query<{ n: number }>('select count(*)::int as n from r')
+    await again.close()
+    return { setting, count: rows[0]!.n }
+  },
+
+  /** The side-module attack and the statements that used to end the engine, as page SQL would send them. */
+  async hostileSql(module: number[]) {
+    const db = await PGlite.create()
+    const codes: Record<string, string | undefined> = {}
+    const attempt = async (name: string, sql: string): Promise<void> => {
+      try {
+        await db.exec(sql)
+        codes[name] = 'ok'
+      } catch (err) {
+        codes[name] = describe(err).code
+      }
+    }
+    const { rows } = await db.query<{ oid: number }>('select lo_from_bytea(0, $1) as oid', [Uint8Array.from(module)])
+    await db.query(`select lo_export($1, '/tmp/x.so')`, [rows[0]!.oid])
+    await attempt('load', `load '/tmp/x.so'`)
+    await attempt('languageC', `create function f() returns int language c as '/tmp/x.so', 'f'`)
+    await attempt('exitOnError', 'set exit_on_error = on')
+    await attempt('recursion', `create function r(int) returns int language sql as $$ select r($1 + 1) $$; select r(1)`)
+    await attempt('jsonb', `select '${'['.repeat(10000)}${']'.repeat(10000)}'::jsonb`)
+    const after = (await db.query<{ n: number }>('select 1 as n')).rows[0]!.n
+    await db.close()
+    return { codes, after, ran: (globalThis as { __pgwasmHostile?: string }).__pgwasmHostile ?? null, title: document.title }
+  },
+
   async memory() {
     const t0 = performance.now()
     const db = await PGlite.create()
@@ -78,28 +115,30 @@ const api = {
   },
 
   /**
-   * Empties and vacuums a catalog the template ships (VACUUM truncates its
+   * Empties and vacuums a table the template ships (VACUUM truncates its
    * file: a resize of a file stored as part of the base image), adds a
-   * table, and leaves the database open for a reload.
+   * table, and leaves the database open for a reload. The table is
+   * information_schema's sql_features: the system catalogs' own rows
+   * cannot be deleted by SQL.
    */
   async idbTruncateCatalog(name: string) {
     const db = await PGlite.create(`idb://${name}`)
     open.set(name, db)
-    const before = (await db.query<{ n: number }>('select count(*)::int as n from pg_description')).rows[0]!.n
+    const before = (await db.query<{ n: number }>('select count(*)::int as n from information_schema.sql_features')).rows[0]!.n
     // One statement per exec: VACUUM cannot run in the implicit transaction of a multi-statement string.
-    for (const sql of ['delete from pg_description', 'vacuum pg_description', 'checkpoint']) await db.exec(sql)
+    for (const sql of ['delete from information_schema.sql_features', 'vacuum information_schema.sql_features', 'checkpoint']) await db.exec(sql)
     await db.exec(`create table after_vacuum (v text); insert into after_vacuum values ('kept')`)
-    const pages = (await db.query<{ n: number }>(`select pg_relation_size('pg_description')::int as n`)).rows[0]!.n
+    const pages = (await db.query<{ n: number }>(`select pg_relation_size('information_schema.sql_features')::int as n`)).rows[0]!.n
     return { before, pages }
   },
 
   async idbReadCatalog(name: string) {
     const db = await PGlite.create(`idb://${name}`)
-    const descriptions = (await db.query<{ n: number }>('select count(*)::int as n from pg_description')).rows[0]!.n
+    const features = (await db.query<{ n: number }>('select count(*)::int as n from information_schema.sql_features')).rows[0]!.n
     const kept = (await db.query<{ v: string }>('select v from after_vacuum')).rows.map((r) => r.v)
     const classes = (await db.query<{ n: number }>('select count(*)::int as n from pg_class')).rows[0]!.n
     await db.close()
-    return { descriptions, kept, classes }
+    return { features, kept, classes }
   },
 
   async secondOpener(name: string) {

@@ -1,0 +1,78 @@
+/** Small helpers the core package's test files share. */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll } from 'vitest'
+
+/** A promise plus the functions that settle it. */
+export interface Deferred<T> {
+  readonly promise: Promise<T>
+  readonly resolve: (value: T) => void
+  readonly reject: (error: unknown) => void
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+const tempDirs: string[] = []
+
+// Registered on the root suite of each file that imports this module (vitest
+// evaluates it once per file): every directory a file made goes with it.
+afterAll(() => {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+/** A new empty directory under the OS temp dir, removed after the file's tests. */
+export function tempDir(prefix = 'pgwasm-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  tempDirs.push(dir)
+  return dir
+}
+
+/** `parts` back to back in one new array. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0
+  for (const p of parts) length += p.length
+  const out = new Uint8Array(length)
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+/** The rejection of `promise`; fails the test if it resolves instead. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    (value) => {
+      throw new Error(`expected a rejection, got ${safeString(value)}`)
+    },
+    (error: unknown) => error,
+  )
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** A frontend Query message: 'Q', int32 length, the SQL, NUL. */
+export function queryMessage(sql: string): Uint8Array {
+  const text = new TextEncoder().encode(sql)
+  const out = new Uint8Array(1 + 4 + text.length + 1)
+  out[0] = 0x51 /* Q */
+  new DataView(out.buffer).setInt32(1, 4 + text.length + 1)
+  out.set(text, 5)
+  return out
+}
