@@ -29,9 +29,8 @@ function channelName(raw: string): string {
   return raw.startsWith('"') ? raw.slice(1, -1).replace(/""/g, '"') : raw.toLowerCase()
 }
 
-export function quoteChannel(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
+/** A channel name quoted as an identifier. */
+export { quoteIdent as quoteChannel } from './wire.js'
 
 /** `DISCARD ALL` (or `DISCARD` of listens) ends every LISTEN of the backend session. */
 export function discardsListens(sql: string): boolean {

@@ -1,5 +1,6 @@
 import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
 import { applyClientSettings, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings } from './session-settings.js'
+import { SessionObjects } from './session-objects.js'
 import { Msg, concat, cstrings, frame, int32s } from './wire.js'
 
 /** A NotificationResponse as the backend would send it, from the process id the sender's client was given (0: an in-process caller). */
@@ -92,6 +93,8 @@ export class Multiplexer {
    */
   idleSessionTimeoutMs = 0
   #waiters: Waiter[] = []
+  /** The session-wide objects its clients made, by client (dropped when one disconnects). */
+  readonly objects = new SessionObjects<MuxClient>()
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
   #unhook: (() => void) | undefined
@@ -188,6 +191,8 @@ export class Multiplexer {
     const leasing = this.db.lease().then(
       (lease) => {
         this.#lease = lease
+        if (lease.restarts !== this.#restarts) this.#engineRestarted(lease)
+        this.objects.markStale()
         // In-process callers may have run anything since the engine was last ours.
         this.cacheEpoch++
         this.readSettings(lease)
@@ -272,6 +277,28 @@ export class Multiplexer {
       () => next.resolve(),
       (err: unknown) => next.reject(err),
     )
+  }
+
+  /** How many times the instance had started its engine again, as of our last lease. */
+  #restarts = 0
+
+  /**
+   * The engine died and the instance started a new one on its directory: no
+   * client's session state survived (its settings, statements, temporary
+   * tables, locks). As PostgreSQL does after a backend crash, every client
+   * connected before it is ended (57P02), before any batch of theirs runs
+   * on the new session; new connections are served as usual.
+   */
+  #engineRestarted(lease: EngineLease): void {
+    this.#restarts = lease.restarts
+    this.#sessionSettings = undefined
+    this.#releasesSeen = lease.advisoryReleases
+    for (const client of this.#clients.values()) {
+      queueMicrotask(() =>
+        client.terminate?.('57P02', 'terminating connection because the database engine failed and was started again with crash recovery; committed transactions are kept'),
+      )
+    }
+    this.#clients.clear()
   }
 
   /** Clients by process id, for pg_terminate_backend(). */

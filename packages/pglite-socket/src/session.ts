@@ -14,6 +14,7 @@ import type { Multiplexer, MuxClient } from './multiplexer.js'
 import { OutputSplitter } from './output.js'
 import { StatementRenamer } from './rename.js'
 import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from './unnamed-cache.js'
+import { sessionObjectsMayChange } from './session-objects.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { mayWaitForAdvisoryLock, refusedForBusyLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
@@ -137,6 +138,8 @@ export class Session implements MuxClient {
   #batchListens = false
   /** Whether the current batch's SQL may create a table although its tag reads SELECT (see sqlMayChangeMeaning). */
   #batchMeaning = false
+  /** SQL it sent may have made a temporary relation, a holdable cursor or an SQL-prepared statement (session-objects.ts). */
+  #objectsMayChange = false
   /** The statement-cache rewrite the current batch is, if any. */
   #batchPlan: CachePlan | undefined
   /** For a batch using the cache: 0 before its first output byte, then the first frame's type. */
@@ -460,6 +463,7 @@ export class Session implements MuxClient {
         const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
+        if (!this.#objectsMayChange && sessionObjectsMayChange(buffer, sqlStart, sqlEnd)) this.#objectsMayChange = true
         if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
           const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
           const changesListens = this.#listens!.note(sql)
@@ -633,7 +637,9 @@ export class Session implements MuxClient {
     const splitter = this.#splitter
     splitter.lastStatus = 0
     const wasInTransaction = this.#inTransaction
+    const watchObjects = this.#objectsMayChange
     try {
+      if (watchObjects) this.#mux!.objects.before(lease)
       let message = this.#batch
       const plan = this.#batchPlan
       if (plan?.kind === 'create') plan.entry.epoch = this.#mux!.cacheEpoch
@@ -657,6 +663,11 @@ export class Session implements MuxClient {
       }
       if (this.#batchPlan) this.#settlePlan(lease, this.#batchPlan)
       this.#noteMeaning(this.#batchMeaning, lease)
+      // Read at a Sync point only: a Query in the middle of an extended sequence would end it.
+      if (watchObjects && !this.#unsynced) {
+        this.#mux!.objects.after(lease, this)
+        this.#objectsMayChange = false
+      }
       // An UNLISTEN by this client must not end another client's LISTEN.
       if (this.#batchListens) this.#listens!.relisten(lease)
     } catch (err) {
@@ -891,6 +902,9 @@ export class Session implements MuxClient {
         this.#setStatus(Status.Idle)
         this.#unsynced = false
         if (message.length > 0) lease.execProtocolRawStream(message, () => {})
+        // Its temporary relations, holdable cursors and SQL-prepared statements go with it.
+        const objects = mux.objects.takeCleanup(this)
+        if (objects.length > 0) lease.execProtocolRawStream(objects, () => {})
         // As a disconnecting backend does: its session advisory locks go.
         lease.forgetClient(this.processId)
       })

@@ -230,7 +230,7 @@ function writeInt32(to: Uint8Array, at: number, value: number): void {
 const DEALLOCATE = 'deallocate'
 
 /** Whether `bytes[from, to)` holds the word `lower` in any case, not inside a longer identifier (a byte scan, nothing decoded). */
-function mentions(bytes: Uint8Array, from: number, to: number, lower: string): boolean {
+export function mentions(bytes: Uint8Array, from: number, to: number, lower: string): boolean {
   const first = lower.charCodeAt(0)
   outer: for (let i = from; i + lower.length <= to; i++) {
     if (toLower(bytes[i]!) !== first || (i > from && isWordByte(bytes[i - 1]!))) continue

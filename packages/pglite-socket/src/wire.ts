@@ -208,3 +208,8 @@ export function readInt32(buf: Uint8Array, at: number): number {
 export function decodeUtf8(bytes: Uint8Array): string {
   return text.decode(bytes)
 }
+
+/** `name` as a quoted SQL identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}

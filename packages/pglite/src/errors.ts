@@ -95,18 +95,31 @@ export type EngineErrorCode =
   | 'LEADER_CHANGED'
 
 /**
- * The WASM engine trapped, exited or failed to start. After an `ENGINE_ABORT`
- * or `ENGINE_EXIT` the instance is closed; `cause` holds the low-level error.
+ * The WASM engine trapped, exited or failed to start; `cause` holds the
+ * low-level error. After an `ENGINE_ABORT` or `ENGINE_EXIT` an in-memory (or
+ * `idb://`) instance is closed. A directory database starts the engine again
+ * on its directory instead (Postgres' crash recovery replays the WAL), and
+ * the instance stays open: see {@link EngineError.reopened}.
  */
 export class EngineError extends Error {
   override name = 'EngineError'
   readonly code: EngineErrorCode
   /** Postgres' last log lines, when there are any. */
   readonly log?: string
-  constructor(message: string, options: { code: EngineErrorCode; cause?: unknown; log?: string }) {
+  /**
+   * `ENGINE_ABORT` / `ENGINE_EXIT` of a directory database: `true` when the
+   * engine was started again on the directory and the instance stays open.
+   * Every committed transaction is kept; the call that met the failure, the
+   * transaction it was in, and the session's state (settings, prepared
+   * statements, temporary tables, cursors, advisory locks) are gone.
+   * `false` when the new start failed too (the instance is closed).
+   */
+  readonly reopened?: boolean
+  constructor(message: string, options: { code: EngineErrorCode; cause?: unknown; log?: string; reopened?: boolean }) {
     super(message, { cause: options.cause })
     this.code = options.code
     this.log = options.log
+    if (options.reopened !== undefined) this.reopened = options.reopened
   }
 }
 

@@ -68,6 +68,13 @@ export interface EngineLease {
   /** Whether other calls wait for the instance (a holder of many turns should let them run). */
   readonly othersWaiting: boolean
   /**
+   * How many times the instance had started its engine again after a
+   * failure when this lease was taken (see {@link EngineError.reopened}): a
+   * lease with a higher count than the last one runs on a new session, in
+   * which nothing of the old one's state is left.
+   */
+  readonly restarts: number
+  /**
    * Names the server client the following execs run for, until another is
    * named or the lease is released: `pg_backend_pid()` answers its `pid`,
    * and the session-level advisory locks it takes are its own (another
@@ -157,6 +164,10 @@ export class PGlite implements AsyncDisposable {
   #closedBecause: string | undefined
   #closed = false
   #closePromise: Promise<void> | undefined
+  /** Starts the engine again on the data directory (directory databases only). */
+  #restart: (() => Promise<Backend>) | undefined
+  /** How many times the engine was started again after it died. */
+  #restarts = 0
   #inTransaction = false
   /** What a saved state of this in-memory database is keyed by; undefined where none can be saved. */
   #stateKeyParts: SnapshotKeyParts | undefined
@@ -396,25 +407,18 @@ export class PGlite implements AsyncDisposable {
           backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
         } else {
           backend = await Backend.start(assets, backendOptions)
+          // Postgres' own answer to a crashed backend: start again on the directory.
+          if (mount.kind === 'node') this.#restart = () => Backend.start(assets, backendOptions)
         }
       }
     } catch (err) {
       await this.#releaseDir?.()
       throw err
     }
-    this.#backend = backend
-    const runner = new QueryRunner(
-      backend,
-      { afterExec: (c, o) => this.#afterExec(c, o) },
-      this.parsers,
-      this.serializers,
-      opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
-      opts.serializers !== undefined && Object.keys(opts.serializers).length > 0,
-    )
-    this.#runner = runner
+    const runner = this.#attach(backend)
     // A copy inherits the source's prepared statements; its cache starts empty.
     if (opts.cloneOf || this.#restoredState) runner.exec('DEALLOCATE ALL', undefined)
-    if (opts.username && opts.username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(opts.username)}`, undefined)
+    this.#setRole(runner)
     // A database nothing ran in yet has the template's catalog: its array types may be known.
     const fresh = !bootOnly && !loadTree && !opts.cloneOf && !this.#restoredState && (spec.kind === 'memory' || (spec.kind === 'idb' && createdInStore))
     const known = fresh ? knownArrayTypes(assets, templateOptions) : savedArrayTypes
@@ -422,6 +426,77 @@ export class PGlite implements AsyncDisposable {
     if (fresh && !known) rememberArrayTypes(assets, templateOptions, arrayTypes)
     this.#ready = true
     if (opts.extensions) await this.#setupExtensions(opts.extensions)
+  }
+
+  /** Makes `backend` the instance's engine, with a new query runner for it. */
+  #attach(backend: Backend): QueryRunner {
+    const opts = this.#options
+    this.#backend = backend
+    this.#runner = new QueryRunner(
+      backend,
+      { afterExec: (c, o) => this.#afterExec(c, o) },
+      this.parsers,
+      this.serializers,
+      opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
+      opts.serializers !== undefined && Object.keys(opts.serializers).length > 0,
+    )
+    return this.#runner
+  }
+
+  #setRole(runner: QueryRunner): void {
+    const { username } = this.#options
+    if (username && username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(username)}`, undefined)
+  }
+
+  /**
+   * After the engine died under a directory database: Postgres starts again
+   * on the directory (crash recovery replays the WAL, so every committed
+   * transaction is kept) and the instance goes on with a new session, set up
+   * as the old one was at its start, with the same `listen()` channels and
+   * locked session user. Anything else, or a failed new start, closes the
+   * instance. Returns the error that reports the death to the call that
+   * met it. Runs in the queue; a second call for the same death does nothing.
+   */
+  async #afterDeath(dead: Backend): Promise<EngineError> {
+    if (this.#backend === dead && !this.#closed) {
+      if (this.#restart && !this.#closing) {
+        try {
+          const runner = this.#attach(await this.#restart())
+          this.#setRole(runner)
+          this.#registerArrayTypes(runner)
+          if (dead.lockedSessionUser !== undefined) this.#backend.lockSessionUser(dead.lockedSessionUser)
+          for (const channel of this.#notify.channels) runner.exec(`LISTEN ${quoteIdent(channel)}`, undefined)
+          this.#inTransaction = false
+          this.#restarts++
+        } catch (err) {
+          this.#closedBecause ??= `starting the engine again on the data directory failed: ${err instanceof Error ? err.message : String(err)}`
+          this.#markDead()
+        }
+      } else {
+        this.#markDead()
+      }
+    }
+    return this.#deathError(dead)
+  }
+
+  /** How `dead`'s failure reads to a caller, once the instance did (or did not) start the engine again. */
+  #deathError(dead: Backend, pending = false): EngineError {
+    const error = dead.deadError!
+    const reopened = this.#restart !== undefined && (pending || (!this.#closed && this.#backend !== dead))
+    const outcome = pending
+      ? 'the database is being opened again from its directory'
+      : reopened
+        ? 'the database was opened again from its directory'
+        : `the instance is closed${this.#closedBecause ? `: ${this.#closedBecause}` : ''}`
+    const lost = reopened
+      ? ' (crash recovery): every committed transaction is kept; the statement that was running, the transaction it was in and the session state (settings, prepared statements, temporary tables, cursors, advisory locks) are lost'
+      : ''
+    return new EngineError(`${error.message}; ${outcome}${lost}`, {
+      code: error.code,
+      cause: error.cause,
+      log: error.log,
+      reopened: this.#restart === undefined || pending ? undefined : reopened,
+    })
   }
 
   /** Extensions query the ready instance; one that fails to set up fails the start. */
@@ -468,6 +543,12 @@ export class PGlite implements AsyncDisposable {
     this.#inTransaction = collector.txStatus !== 0x49
   }
 
+  /** Why a call on a closed instance fails: the engine's death, when that closed it. */
+  #closedFailure(): Error {
+    const backend = this.#backend
+    return backend?.deadError ? this.#deathError(backend) : this.#closedError()
+  }
+
   #closedError(): ClosedError {
     return this.#closedBecause ? new ClosedError(`PGlite is closed: ${this.#closedBecause}`) : new ClosedError()
   }
@@ -482,10 +563,10 @@ export class PGlite implements AsyncDisposable {
     return this.#closed
   }
 
-  async #engine(): Promise<{ backend: Backend; runner: QueryRunner }> {
-    if (this.#closing || this.#closed) throw this.#backend?.deadError ?? this.#closedError()
+  /** Waits until the instance is started; rejects once it is closing or closed. The engine itself is taken in the queue. */
+  async #started(): Promise<void> {
+    if (this.#closing || this.#closed) throw this.#closedFailure()
     if (!this.#ready) await this.waitReady
-    return { backend: this.#backend!, runner: this.#runner! }
   }
 
   // Static, so that the claim (held in a process-wide map) keeps no reference
@@ -499,15 +580,20 @@ export class PGlite implements AsyncDisposable {
     await this.close()
   }
 
-  /** Runs `job` on the engine in the queue; marks the instance closed if the engine died. */
+  /**
+   * Runs `job` on the engine in the queue, with the engine of its turn (a
+   * directory database may have started a new one meanwhile). If the engine
+   * died, the instance starts it again or closes (see `#afterDeath`).
+   */
   async #exclusive<T>(job: (backend: Backend, runner: QueryRunner) => Promise<T> | T): Promise<T> {
-    const { backend, runner } = await this.#engine()
+    await this.#started()
     return this.#queue.run(async () => {
-      if (this.#closed) throw backend.deadError ?? this.#closedError()
+      if (this.#closed) throw this.#closedFailure()
+      const backend = this.#backend!
       try {
-        return await job(backend, runner)
+        return await job(backend, this.#runner!)
       } catch (err) {
-        if (backend.deadError) this.#markDead()
+        if (backend.deadError) throw await this.#afterDeath(backend)
         throw err
       } finally {
         // A commit is in IndexedDB before its promise resolves (idb:// only).
@@ -866,34 +952,42 @@ export class PGlite implements AsyncDisposable {
    * raw-stream path (raw or raw + notify).
    */
   async lease(): Promise<EngineLease> {
-    const { backend } = await this.#engine()
+    await this.#started()
     const notify = this.#notify
     const queue = this.#queue
     let release!: () => void
     const held = new Promise<void>((resolve) => {
       release = resolve
     })
+    let backend!: Backend
     await new Promise<void>((acquired, failed) => {
       this.#queue
-        .run(() => {
+        .run(async () => {
+          if (this.#closed) throw this.#closedFailure()
+          backend = this.#backend!
           acquired()
-          return held
+          await held
+          // A death under the lease: the engine starts again before the next turn.
+          if (backend.deadError) await this.#afterDeath(backend)
         })
         .catch(failed)
     })
+    const restarts = this.#restarts
     let released = false
     return {
       execProtocolRawStream: (message, onRawData) => {
         if (released) throw new ClosedError('the lease was released')
-        if (this.#closed) throw backend.deadError ?? this.#closedError()
+        if (this.#closed) throw this.#closedFailure()
         try {
           const kind = this.#checkInput(message)
           if (kind !== 'terminate') this.#runRaw(backend, message, onRawData, kind)
         } catch (err) {
-          if (backend.deadError) this.#markDead()
-          throw err
+          if (!backend.deadError) throw err
+          if (!this.#restart) this.#markDead()
+          throw this.#deathError(backend, true)
         }
       },
+      restarts,
       get inTransaction() {
         return !released && !backend.deadError && backend.inTransaction
       },

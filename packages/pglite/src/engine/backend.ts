@@ -671,10 +671,9 @@ export class Backend {
 
   #die(cause: unknown): never {
     const exited = isExitStatus(cause)
+    // What happens to the instance is its owner's to say (PGlite reopens a directory database).
     const error = new EngineError(
-      exited
-        ? `the engine exited with status ${cause.status}; the instance is closed: ${this.#log.slice(-2).join(' | ')}`
-        : `the engine aborted (${String(cause)}); the instance is closed`,
+      exited ? `the engine exited with status ${cause.status}: ${this.#log.slice(-2).join(' | ')}` : `the engine aborted (${String(cause)})`,
       { code: exited ? 'ENGINE_EXIT' : 'ENGINE_ABORT', cause, log: this.#log.join('\n') },
     )
     this.#dead = error
