@@ -176,3 +176,23 @@ describe('authentication timeout', () => {
     await good.end()
   })
 })
+
+describe('statement_timeout', () => {
+  const served = useServedDatabase()
+
+  it("stops a client's long statement with 57014 under its own setting (startup parameter or SET), while a client without it runs the same statement to its end", async () => {
+    const timed = await served.connect({ statement_timeout: 200 })
+    const other = await served.connect()
+    const started = performance.now()
+    await expect(timed.query('select pg_sleep(5)')).rejects.toMatchObject({ code: '57014', message: 'canceling statement due to statement timeout' })
+    expect(performance.now() - started).toBeLessThan(4000)
+    // Still connected, and its next statement runs.
+    expect((await timed.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    // Its setting is its own: the other client sleeps past 200 ms.
+    expect((await other.query('select pg_sleep(0.4)::text as slept')).rows).toEqual([{ slept: '' }])
+    await other.query(`set statement_timeout = '100ms'`)
+    await expect(other.query('select pg_sleep(5)')).rejects.toMatchObject({ code: '57014' })
+    // The first client's setting is not the one the other just made.
+    expect((await timed.query(`select current_setting('statement_timeout') as st`)).rows).toEqual([{ st: '200ms' }])
+  })
+})

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { ClosedError, EngineError, PGlite } from '../src/index.js'
-import { tempDir } from './helpers.js'
+import { rejection, tempDir } from './helpers.js'
 
 /** Fills the engine's memory past its first page with 0xff: the next request traps. */
 function corruptEngine(db: PGlite): void {
@@ -15,10 +15,7 @@ function corruptEngine(db: PGlite): void {
 }
 
 async function failure(promise: Promise<unknown>): Promise<EngineError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
+  const err = await rejection(promise)
   expect(err).toBeInstanceOf(EngineError)
   return err as EngineError
 }
@@ -94,8 +91,7 @@ describe('a directory database whose engine died', () => {
     expect(err.reopened).toBe(false)
     expect(err.message).toMatch(/the instance is closed: starting the engine again on the data directory failed/)
     expect(db.closed).toBe(true)
-    const later = await db.query('select 1').catch((e: unknown) => e)
-    expect(later).toBeInstanceOf(EngineError)
+    expect(await rejection(db.query('select 1'))).toBeInstanceOf(EngineError)
     await db.close()
     await db.close()
     expect(readdirSync(dir)).not.toContain('.pgwasm.lock')
@@ -111,7 +107,7 @@ describe('an in-memory database whose engine died', () => {
     expect(err.reopened).toBeUndefined()
     expect(err.message).toMatch(/the instance is closed/)
     expect(db.closed).toBe(true)
-    const later = await db.exec('select 1').catch((e: unknown) => e)
+    const later = await rejection(db.exec('select 1'))
     expect(later instanceof EngineError || later instanceof ClosedError).toBe(true)
     await db.close()
   })

@@ -1,4 +1,5 @@
 import type { EngineAssets } from './assets.js'
+import { deliverAlarmsWhileWorking } from './alarms.js'
 import { isExitStatus, type PostgresModule } from './emscripten.js'
 import { EngineError } from '../errors.js'
 import {
@@ -185,7 +186,8 @@ export class BlankModule {
       arguments: [],
       noExitRuntime: true,
       wasmMemory: memory,
-      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides, (env) => {
+      instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides, (env, imports) => {
+        deliverAlarmsWhileWorking(imports, control)
         guardDlopen(env, trust, () => created, () => control.instance?.exports)
         catchStackOverflows(env, memory, () => guards)
         guardSqlFileWrites(env, () => created, () => guards)
@@ -274,6 +276,8 @@ export class Backend {
   /** On MEMFS only (not a mounted directory): the module can serve another in-memory database. */
   readonly #inMemory: boolean
   #dead: EngineError | undefined
+  /** A request runs (alarms may be delivered, see #alarmMayGoOff). */
+  #inRequest = false
   #closed = false
   #lastSnapshot: EngineSnapshot | undefined
   readonly #guards: SessionGuards
@@ -292,6 +296,7 @@ export class Backend {
     this.#log = blank.log
     this.#blob = blank.blob
     this.#guards = blank.guards
+    this.#control.mayDeliverAlarm = () => this.#alarmMayGoOff()
     blank.bind(this)
     blank.setLogSink(onLog)
   }
@@ -533,6 +538,7 @@ export class Backend {
     this.#starved = 0
     this.#tail.fill(0)
     const started = performance.now()
+    this.#inRequest = true
     const topHandler = this.#guards.exceptionStack
     let failure: unknown
     try {
@@ -562,12 +568,27 @@ export class Backend {
     } finally {
       this.#sink = discard
       this.#input = new Uint8Array(0)
+      this.#inRequest = false
     }
     if (failure !== undefined) this.#die(failure)
     const status = this.lastReadyStatus
     if (status === READY_IDLE) this.#transactionSince = undefined
     else if (status !== 0) this.#transactionSince ??= started
     this.#idleSince = performance.now()
+  }
+
+  /**
+   * Whether a due alarm may go off now (alarms.ts): only inside a request,
+   * and only while no timeout that ends the session is set. Postgres' alarm
+   * handler fires every timeout that is due, by its own clock, and those
+   * (`transaction_timeout`, `idle_in_transaction_session_timeout`,
+   * `idle_session_timeout`) would end the session, that is the engine every
+   * caller shares; the host enforces them between requests instead.
+   */
+  #alarmMayGoOff(): boolean {
+    if (!this.#inRequest || this.#dead || this.#closed) return false
+    const g = this.#guards
+    return g.timeoutMs('transaction_timeout') <= 0 && g.timeoutMs('idle_in_transaction_session_timeout') <= 0 && g.timeoutMs('idle_session_timeout') <= 0
   }
 
   /**

@@ -22,6 +22,13 @@ export interface ModuleControl {
   imports?: WebAssembly.Imports
   /** Armed timers: which -> absolute due time (performance.now() ms). */
   readonly armed: Map<number, number>
+  /** The earliest due time in `armed` (Infinity: none). */
+  nextDue: number
+  /**
+   * Whether an alarm that is due may be delivered now, in the middle of a
+   * request (see alarms.ts); the backend running on the module decides.
+   */
+  mayDeliverAlarm: () => boolean
   /** Arms (or with 0 clears) an interval timer, as Postgres' setitimer does. */
   arm(which: number, timeoutMs: number): void
   /** Clears every timer; the module lives on (it is being reused). */
@@ -40,12 +47,12 @@ export function instantiateWith<M>(
   compiled: WebAssembly.Module,
   control: ModuleControl = newModuleControl(),
   overrides: Record<string, unknown> = {},
-  wrapImports?: (env: Record<string, unknown>) => void,
+  wrapImports?: (env: Record<string, unknown>, imports: WebAssembly.Imports) => void,
 ): ModuleOptions<M>['instantiateWasm'] {
   return (imports, done) => {
     const env = imports.env as Record<string, unknown>
     Object.assign(env, overrides)
-    wrapImports?.(env)
+    wrapImports?.(env, imports)
     env._setitimer_js = (which: number, timeoutMs: number): number => {
       control.arm(which, timeoutMs)
       return 0
@@ -63,18 +70,23 @@ export function newModuleControl(): ModuleControl {
   const armed = new Map<number, number>()
   const control: ModuleControl = {
     armed,
+    nextDue: Infinity,
+    mayDeliverAlarm: () => false,
     arm(which, timeoutMs) {
-      // Only recorded, never delivered. An alarm can only go off between two
-      // requests (a request runs to its end synchronously), and there every
+      // Recorded, never delivered by a timer: between two requests every
       // alarm Postgres arms is one that ends the session (idle-in-transaction,
-      // idle-session and transaction timeouts) or a statistics flush. Ending
-      // the session would end the engine every caller shares; the host
+      // idle-session and transaction timeouts) or a statistics flush, and
+      // ending the session would end the engine every caller shares; the host
       // enforces those timeouts itself (session-guards.ts, the socket server).
+      // Inside a request, a due statement-level alarm is delivered where the
+      // engine calls out to JavaScript (alarms.ts).
       if (timeoutMs) armed.set(which, performance.now() + timeoutMs)
       else armed.delete(which)
+      control.nextDue = armed.size === 0 ? Infinity : Math.min(...armed.values())
     },
     disarmAll() {
       armed.clear()
+      control.nextDue = Infinity
     },
     clearAll() {
       control.disarmAll()

@@ -1,0 +1,51 @@
+import type { ModuleControl } from './module.js'
+
+/** `which` of the real-time interval timer (`ITIMER_REAL`), the one Postgres' timeout.c uses. */
+const ITIMER_REAL = 0
+
+/**
+ * Imports the engine calls while a statement works: clock reads (`pg_sleep`
+ * polls the clock), file reads and writes (scans past the buffer pool,
+ * sorts, hashes and spills to temporary files).
+ */
+const CALLED_WHILE_WORKING: Readonly<Record<string, readonly string[]>> = {
+  wasi_snapshot_preview1: ['clock_time_get', 'fd_pread', 'fd_pwrite', 'fd_read', 'fd_write'],
+  env: ['emscripten_date_now'],
+}
+
+/**
+ * Postgres arms `statement_timeout` and `lock_timeout` on one interval
+ * timer, and no JavaScript timer can fire while a request runs to its end
+ * synchronously. So a due alarm is delivered at the next call the engine
+ * makes out to JavaScript, before that call: Postgres' own SIGALRM handler
+ * runs as if the signal had interrupted that system call, and the statement
+ * fails with 57014 "canceling statement due to statement timeout" at its
+ * next interrupt check. Whether an alarm may go off is the backend's to say
+ * (`control.mayDeliverAlarm`): never between requests, and never while a
+ * timeout that ends the session is set. A statement that never calls
+ * out (a loop in PL/pgSQL, pure arithmetic) still runs to its end.
+ */
+export function deliverAlarmsWhileWorking(imports: WebAssembly.Imports, control: ModuleControl): void {
+  const deliver = (): void => {
+    if (control.nextDue === Infinity) return
+    const now = performance.now()
+    if (now < control.nextDue || !control.mayDeliverAlarm()) return
+    const fire = control.instance?.exports._emscripten_timeout as ((which: number, now: number) => void) | undefined
+    if (!fire) return
+    // Gone off: Postgres arms the timer again (setitimer) for what is still pending.
+    control.arm(ITIMER_REAL, 0)
+    fire(ITIMER_REAL, now)
+  }
+  for (const [space, names] of Object.entries(CALLED_WHILE_WORKING)) {
+    const functions = imports[space] as Record<string, unknown> | undefined
+    if (!functions) continue
+    for (const name of names) {
+      const original = functions[name]
+      if (typeof original !== 'function') continue
+      functions[name] = (...args: unknown[]): unknown => {
+        deliver()
+        return (original as (...a: unknown[]) => unknown)(...args)
+      }
+    }
+  }
+}
