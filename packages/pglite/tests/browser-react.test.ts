@@ -1,0 +1,103 @@
+import { createServer, type Server } from 'node:http'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { callPageApi, closeChromium, serveToChromium } from './fixtures/chromium.js'
+
+/**
+ * The PGlite app ecosystem in the browser: `@electric-sql/pglite-react`
+ * (PGliteProvider, usePGlite, useLiveQuery, useLiveIncrementalQuery), as
+ * published, rendering with React 19 in headless Chromium on our PGlite and
+ * live extension. Its imports of `@electric-sql/pglite` are aliased to
+ * `@pgwasm/pglite` in the bundle, the way an app switches.
+ */
+
+const here = dirname(fileURLToPath(import.meta.url))
+const pkgDir = join(here, '..')
+
+let out: string
+let server: Server
+let browser: Browser
+let page: Page
+
+beforeAll(async () => {
+  if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
+  out = mkdtempSync(join(tmpdir(), 'pgwasm-react-'))
+  await build({
+    entryPoints: [join(here, 'browser', 'react.tsx')],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    jsx: 'automatic',
+    // An alias resolves from the working directory: the package itself, which resolves its own name.
+    absWorkingDir: pkgDir,
+    alias: { '@electric-sql/pglite': '@pgwasm/pglite' },
+    define: { 'process.env.NODE_ENV': '"production"' },
+    outdir: out,
+    logLevel: 'error',
+  })
+  const files: Record<string, [string, Buffer | string]> = {
+    '/': ['text/html', '<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/react.js"></script>'],
+    '/react.js': ['text/javascript', readFileSync(join(out, 'react.js'))],
+  }
+  server = createServer((req, res) => {
+    const file = files[new URL(req.url ?? '/', 'http://127.0.0.1').pathname]
+    if (!file) {
+      res.writeHead(404).end()
+      return
+    }
+    res.writeHead(200, { 'content-type': file[0] }).end(file[1])
+  })
+  const opened = await serveToChromium(server)
+  browser = opened.browser
+  page = await opened.context.newPage()
+  const errors: string[] = []
+  page.on('pageerror', (err) => errors.push(err.message))
+  await page.goto(`${opened.origin}/`)
+  await page.waitForFunction(() => 'pgwasmReact' in globalThis, undefined, { timeout: 30_000 }).catch((err: unknown) => {
+    throw new Error(`the React page did not load: ${errors.join('; ') || String(err)}`)
+  })
+}, 120_000)
+
+afterAll(async () => {
+  await closeChromium(browser, server)
+  if (out) rmSync(out, { recursive: true, force: true })
+})
+
+const exec = (sql: string): Promise<void> => callPageApi(page, 'pgwasmReact', 'exec', [sql])
+const items = (list: string): Promise<string[]> => page.locator(`#${list} li`).allTextContents()
+
+/** Waits until `read` gives `expected` (the hooks re-render after the live query's callback). */
+async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
+  const deadline = Date.now() + 10_000
+  let last: T | undefined
+  while (Date.now() < deadline) {
+    last = await read()
+    if (JSON.stringify(last) === JSON.stringify(expected)) return
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  expect(last).toEqual(expected)
+}
+
+describe('@electric-sql/pglite-react on @pgwasm/pglite', () => {
+  it('renders live query results and re-renders on every change: plain, sql-tagged and incremental hooks', { timeout: 60_000 }, async () => {
+    await eventually(() => page.locator('#count').textContent(), '0')
+    await exec("insert into todo (title) values ('milk'), ('bread'), ('hidden')")
+    await eventually(() => items('open'), ['milk', 'bread', 'hidden'])
+    await eventually(() => items('all'), ['milk', 'bread', 'hidden'])
+    await eventually(() => page.locator('#count').textContent(), '2')
+    await exec("update todo set done = true where title = 'milk'; update todo set title = 'rye bread' where title = 'bread'")
+    await eventually(() => items('open'), ['rye bread', 'hidden'])
+    await eventually(() => items('all'), ['milk', 'rye bread', 'hidden'])
+    await exec("delete from todo where title = 'hidden'")
+    await eventually(() => items('all'), ['milk', 'rye bread'])
+    // usePGlite() hands the component the provider's instance.
+    await page.click('#add')
+    await eventually(() => items('all'), ['milk', 'rye bread', 'clicked'])
+    await eventually(() => page.locator('#count').textContent(), '3')
+  })
+})
