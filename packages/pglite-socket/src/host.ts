@@ -2,7 +2,7 @@ import { AuthThrottle } from './auth-throttle.js'
 import { PGlite } from '@pgwasm/pglite'
 import type { AuthMethod } from './auth.js'
 import { Multiplexer, type SocketDatabase } from './multiplexer.js'
-import type { SessionHost } from './session.js'
+import type { CancelTarget, SessionHost } from './session.js'
 
 /** A startup packet named a database the server does not have (FATAL 3D000 for the client). */
 export class UnknownDatabaseError extends Error {
@@ -192,9 +192,28 @@ export class DatabaseHost implements SessionHost {
     void db.then((d) => d.close()).catch(() => {})
   }
 
-  cancel(processId: number): void {
-    // The engine runs each request to the end synchronously: nothing to stop.
-    this.log(`cancel request for session ${processId} ignored`)
+  /** Sessions by process id, for CancelRequest. */
+  readonly #sessions = new Map<number, CancelTarget>()
+
+  track(session: CancelTarget): void {
+    this.#sessions.set(session.processId, session)
+  }
+
+  untrack(session: CancelTarget): void {
+    if (this.#sessions.get(session.processId) === session) this.#sessions.delete(session.processId)
+  }
+
+  /**
+   * A CancelRequest: a statement of that session that waits for the engine
+   * (behind another client, or for an advisory lock) fails with 57014. One
+   * that runs cannot be stopped (the engine runs it to its end on this
+   * thread, which reads the request only afterwards).
+   */
+  cancel(processId: number, secret: number): void {
+    const session = this.#sessions.get(processId)
+    // A wrong key is ignored without a word, as PostgreSQL does.
+    if (!session || session.secret !== secret) return
+    if (!session.cancelWaiting()) this.log(`cancel request for session ${processId}: nothing of it waits; a running statement cannot be stopped`)
   }
 
   log(message: string): void {

@@ -350,6 +350,24 @@ export class Multiplexer {
     for (const w of waiting) w.wake()
   }
 
+  /**
+   * Fails `client`'s wait for the engine (its turn in the queue, or an
+   * advisory lock) with `reason`; false when it does not wait (its batch
+   * runs, or it holds the engine).
+   */
+  abandonWaiting(client: MuxClient, reason: Error): boolean {
+    const queued = this.#waiters.findIndex((w) => w.client === client)
+    if (queued >= 0) {
+      this.#waiters.splice(queued, 1)[0]!.reject(reason)
+      return true
+    }
+    const locked = this.#lockWaiters.find((w) => w.client === client)
+    if (!locked) return false
+    this.#lockWaiters = this.#lockWaiters.filter((w) => w !== locked)
+    locked.fail(reason)
+    return true
+  }
+
   /** Removes a client from the queue (it disconnected while waiting). */
   forget(client: MuxClient): void {
     if (client.processId !== undefined && this.#clients.get(client.processId) === client) this.#clients.delete(client.processId)

@@ -31,6 +31,7 @@ import {
   readInt32,
   decodeUtf8,
   errorResponse,
+  forEachFrame,
   readyForQuery,
   statusLetter,
 } from './wire.js'
@@ -68,7 +69,32 @@ export interface SessionHost {
   /** Called after a client ran `DROP DATABASE name`. */
   dropped(name: string): void
   cancel(processId: number, secret: number): void
+  /** The session can be reached by CancelRequest from now on, until {@link untrack}. */
+  track(session: CancelTarget): void
+  untrack(session: CancelTarget): void
   log(message: string): void
+}
+
+/** What a CancelRequest reaches. */
+export interface CancelTarget {
+  readonly processId: number
+  readonly secret: number
+  /** Fails its statement that waits for the engine with 57014; false when none waits. */
+  cancelWaiting(): boolean
+}
+
+/** Why a batch that waited for the engine did not run: its client sent a CancelRequest. */
+const CANCELED = new Error('canceled by a CancelRequest')
+
+/** Whether `batch` is exactly one request: one Query, or extended messages ending in their one Sync. */
+function isOneRequest(batch: Uint8Array): boolean {
+  let ends = 0
+  let last = 0
+  forEachFrame(batch, (type) => {
+    if (type === Msg.Query || type === Msg.Sync) ends++
+    last = type
+  })
+  return ends === 1 && (last === Msg.Query || last === Msg.Sync)
 }
 
 /** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
@@ -200,6 +226,7 @@ export class Session implements MuxClient {
     this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
     this.#splitter.rewriteError = this.#names.rewriteError
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
+    host.track(this)
     if (host.authenticationTimeoutMs > 0) {
       // PostgreSQL's authentication_timeout: a stalled startup must not keep a connection slot.
       this.#authTimer = setTimeout(() => this.#close(), host.authenticationTimeoutMs)
@@ -602,6 +629,18 @@ export class Session implements MuxClient {
     return true
   }
 
+  /**
+   * A CancelRequest for this client (CancelTarget): a batch that waits for
+   * the engine, behind another client or for an advisory lock, fails with
+   * 57014 instead of running. Only a batch that is one request (one simple
+   * Query, or one extended sequence up to its Sync) is canceled this way:
+   * the error and ReadyForQuery then answer it whole.
+   */
+  cancelWaiting(): boolean {
+    if (!this.#mux || this.#batchPlan || !isOneRequest(this.#batch)) return false
+    return this.#mux.abandonWaiting(this, CANCELED)
+  }
+
   /** Gives the waiting COPY script its data (ending with CopyDone or CopyFail). */
   async #endCopy(messages: Uint8Array[]): Promise<void> {
     const script = this.#script!
@@ -624,6 +663,10 @@ export class Session implements MuxClient {
         if (!this.#lockBusy || this.#state === 'closed') break
         await this.#mux!.lockReleased(this)
       }
+    } catch (err) {
+      if (err !== CANCELED) throw err
+      // Nothing of the batch ran (or what ran was rolled back, for a lock wait): one request, one error.
+      this.#transport.write(concat([errorResponse('57014', 'canceling statement due to user request'), readyForQuery(statusLetter(this.#status))]))
     } finally {
       this.#lockWait = false
       this.#batch = EMPTY
@@ -860,6 +903,7 @@ export class Session implements MuxClient {
   #close(): void {
     if (this.#state === 'closed') return
     this.#state = 'closed'
+    this.#host.untrack(this)
     this.#clearSyncTimer()
     this.#timeouts.stop()
     if (this.#authTimer) clearTimeout(this.#authTimer)
