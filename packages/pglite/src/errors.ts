@@ -96,9 +96,9 @@ export type EngineErrorCode =
 
 /**
  * The WASM engine trapped, exited or failed to start; `cause` holds the
- * low-level error. After an `ENGINE_ABORT` or `ENGINE_EXIT` an in-memory (or
- * `idb://`) instance is closed. A directory database starts the engine again
- * on its directory instead (Postgres' crash recovery replays the WAL), and
+ * low-level error. After an `ENGINE_ABORT` or `ENGINE_EXIT` an in-memory
+ * instance is closed. A directory or `idb://` database starts the engine
+ * again on what it stored (Postgres' crash recovery replays the WAL), and
  * the instance stays open: see {@link EngineError.reopened}.
  */
 export class EngineError extends Error {
@@ -107,8 +107,9 @@ export class EngineError extends Error {
   /** Postgres' last log lines, when there are any. */
   readonly log?: string
   /**
-   * `ENGINE_ABORT` / `ENGINE_EXIT` of a directory database: `true` when the
-   * engine was started again on the directory and the instance stays open.
+   * `ENGINE_ABORT` / `ENGINE_EXIT` of a directory or `idb://` database:
+   * `true` when the engine was started again on what it stored and the
+   * instance stays open.
    * Every committed transaction is kept; the call that met the failure, the
    * transaction it was in, and the session's state (settings, prepared
    * statements, temporary tables, cursors, advisory locks) are gone.

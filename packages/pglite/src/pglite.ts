@@ -164,7 +164,7 @@ export class PGlite implements AsyncDisposable {
   #closedBecause: string | undefined
   #closed = false
   #closePromise: Promise<void> | undefined
-  /** Starts the engine again on the data directory (directory databases only). */
+  /** Starts the engine again on what the database stores: its directory, or its idb:// store. */
   #restart: (() => Promise<Backend>) | undefined
   /** How many times the engine was started again after it died. */
   #restarts = 0
@@ -329,6 +329,8 @@ export class PGlite implements AsyncDisposable {
     const loadTree = opts.loadDataTree ?? loadedTree
     let mount: DataDirMount
     let createdInStore = false
+    /** An idb:// database read again from IndexedDB, for a new engine after one died. */
+    let reopenStore: (() => Promise<DataTree>) | undefined
     if (spec.kind === 'idb') {
       const opened = await idbOpening!
       createdInStore = opened.created
@@ -338,8 +340,22 @@ export class PGlite implements AsyncDisposable {
       }
       this.#persistence = opened.persistence
       this.#releaseDir = async () => {
+        const persistence = this.#persistence
         this.#persistence = undefined
-        await opened.persistence.close()
+        await persistence?.close()
+      }
+      reopenStore = async () => {
+        const dead = this.#persistence
+        this.#persistence = undefined
+        await dead?.discard()
+        const { IdbPersistence } = await import('./fs/idb-persistence.js')
+        const again = await IdbPersistence.open(spec.name, {
+          relaxed: opts.relaxedDurability === true,
+          engineVersion: assetsLoading.then((a) => a.engineVersion),
+          create: () => Promise.reject(new EngineError(`idb://${spec.name} is no longer in IndexedDB`, { code: 'BAD_DATA_DIR' })),
+        })
+        this.#persistence = again.persistence
+        return again.tree
       }
       mount = { kind: 'memory', tree: opened.tree }
     } else if (opts.cloneOf) {
@@ -407,8 +423,12 @@ export class PGlite implements AsyncDisposable {
           backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
         } else {
           backend = await Backend.start(assets, backendOptions)
-          // Postgres' own answer to a crashed backend: start again on the directory.
+          // Postgres' own answer to a crashed backend: start again on what is stored.
           if (mount.kind === 'node') this.#restart = () => Backend.start(assets, backendOptions)
+          else if (reopenStore) {
+            const reopen = reopenStore
+            this.#restart = async () => Backend.start(assets, { ...backendOptions, mount: { kind: 'memory', tree: await reopen() } })
+          }
         }
       }
     } catch (err) {
@@ -449,9 +469,9 @@ export class PGlite implements AsyncDisposable {
   }
 
   /**
-   * After the engine died under a directory database: Postgres starts again
-   * on the directory (crash recovery replays the WAL, so every committed
-   * transaction is kept) and the instance goes on with a new session, set up
+   * After the engine died under a directory or idb:// database: Postgres
+   * starts again on what is stored (crash recovery replays the WAL, so every
+   * committed transaction is kept) and the instance goes on with a new session, set up
    * as the old one was at its start, with the same `listen()` channels and
    * locked session user. Anything else, or a failed new start, closes the
    * instance. Returns the error that reports the death to the call that
@@ -483,10 +503,11 @@ export class PGlite implements AsyncDisposable {
   #deathError(dead: Backend, pending = false): EngineError {
     const error = dead.deadError!
     const reopened = this.#restart !== undefined && (pending || (!this.#closed && this.#backend !== dead))
+    const from = this.dataDir?.startsWith('idb://') ? 'IndexedDB' : 'its directory'
     const outcome = pending
-      ? 'the database is being opened again from its directory'
+      ? `the database is being opened again from ${from}`
       : reopened
-        ? 'the database was opened again from its directory'
+        ? `the database was opened again from ${from}`
         : `the instance is closed${this.#closedBecause ? `: ${this.#closedBecause}` : ''}`
     const lost = reopened
       ? ' (crash recovery): every committed transaction is kept; the statement that was running, the transaction it was in and the session state (settings, prepared statements, temporary tables, cursors, advisory locks) are lost'

@@ -242,6 +242,16 @@ describe('browser build in Chromium', () => {
     await page.close()
   }, 180_000)
 
+  it('idb:// opens again from IndexedDB after an engine death: committed rows kept, the open transaction gone, the instance goes on', async () => {
+    const page = await openPage()
+    const r = await call(page, 'idbEngineDeath', `death-${Date.now()}`)
+    expect(r.died).toMatchObject({ name: 'EngineError', code: 'ENGINE_ABORT', reopened: true })
+    expect(r.died?.message).toMatch(/opened again from IndexedDB/)
+    expect(r.after).toEqual(['committed'])
+    expect(r.stored).toEqual(['after', 'committed'])
+    await page.close()
+  }, 120_000)
+
   it('idb:// keeps a vacuum-truncated template table and later writes across a reload', async () => {
     const page = await openPage()
     const first = await call(page, 'idbTruncateCatalog', 'truncate-test')

@@ -75,6 +75,24 @@ export class IdbPersistence {
   }
 
   /** Final flush (after the shutdown checkpoint), then closes the store and frees its lock. */
+  /**
+   * Lets go of the store without storing what the journal holds since the
+   * last flush: the engine died, and its files may hold a page it was half
+   * way through writing (idb:// runs without full-page writes). Flushes
+   * already under way finish first, so a reopen reads every commit.
+   */
+  async discard(): Promise<void> {
+    this.#journal = undefined
+    try {
+      await this.#base
+      await this.#pending
+    } catch {
+      // Reported to the calls whose flush it was.
+    } finally {
+      this.#store.close()
+    }
+  }
+
   async close(): Promise<void> {
     try {
       await this.#base

@@ -75,6 +75,34 @@ const api = {
     return { rows, createMs, secondMs, second: one.rows[0]!.n, pool, customPool }
   },
 
+  /**
+   * An engine death nobody foresaw under an idb:// database (the engine's
+   * memory overwritten, as an engine bug would): committed rows stay, the
+   * open transaction's do not, and the instance goes on.
+   */
+  async idbEngineDeath(name: string) {
+    const db = await PGlite.create(`idb://${name}`)
+    await db.exec("create table kept (v text); insert into kept values ('committed')")
+    const died = await db
+      .transaction(async (tx) => {
+        await tx.query("insert into kept values ('in the transaction')")
+        const heap = db.Module.HEAPU8
+        heap.fill(0xff, 4096, Math.min(heap.length, 64 << 20))
+        await tx.query('select 1')
+      })
+      .then(
+        () => undefined,
+        (err: unknown) => ({ ...describe(err), reopened: (err as { reopened?: boolean }).reopened }),
+      )
+    const after = (await db.query<{ v: string }>('select v from kept order by v')).rows.map((r) => r.v)
+    await db.query("insert into kept values ('after')")
+    await db.close()
+    const again = await PGlite.create(`idb://${name}`)
+    const stored = (await again.query<{ v: string }>('select v from kept order by v')).rows.map((r) => r.v)
+    await again.close()
+    return { died, after, stored }
+  },
+
   async idbWrite(name: string, values: string[]) {
     const t0 = performance.now()
     const db = open.get(name) ?? (await PGlite.create(`idb://${name}`))
