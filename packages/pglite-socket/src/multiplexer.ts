@@ -283,7 +283,7 @@ export class Multiplexer {
   #restarts = 0
 
   /**
-   * The engine died and the instance started a new one on its directory: no
+   * The engine died and the instance started a new one on what it stored: no
    * client's session state survived (its settings, statements, temporary
    * tables, locks). As PostgreSQL does after a backend crash, every client
    * connected before it is ended (57P02), before any batch of theirs runs
