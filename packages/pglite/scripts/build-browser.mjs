@@ -1,9 +1,10 @@
 // The browser build of @pgwasm/pglite (dist/browser/): ESM for
 // `platform: browser`, no `node:` import left, the engine files embedded
-// (gzipped, base64) and also copied to dist/browser/assets/ for `assetBaseUrl`.
+// (gzipped, base64) and also copied to dist/browser/assets/ for `assetBaseUrl`;
+// the contrib bundles embedded too, each in a chunk loaded on use.
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -49,6 +50,18 @@ export default async function buildBrowser({ root, dist, entries }) {
     for (const [group, names] of Object.entries(groups)) {
       writeFileSync(join(work, `embedded-${group}.js`), `export const gzipped = {\n${names.map((k) => `  ${JSON.stringify(k)}: "${gzipped[k]}",`).join('\n')}\n}\n`)
     }
+    // Each contrib bundle of the engine, in a module of its own: a chunk the
+    // page loads only when an instance uses that bundle (contrib-bundles.browser.ts).
+    const contribVirtual = {}
+    const loaders = []
+    for (const file of readdirSync(engineDist).filter((f) => f.endsWith('.tar.gz')).sort()) {
+      const name = file.slice(0, -'.tar.gz'.length)
+      const module = join(work, `contrib-${name}.js`)
+      writeFileSync(module, `export const gzipped = "${readFileSync(join(engineDist, file)).toString('base64')}"\n`)
+      contribVirtual[`pgwasm:contrib/${name}`] = module
+      loaders.push(`  ${JSON.stringify(name)}: () => import(${JSON.stringify(`pgwasm:contrib/${name}`)}),`)
+    }
+    writeFileSync(join(work, 'contrib-bundles.js'), `export const loaders = {\n${loaders.join('\n')}\n}\n`)
     // The glue reaches for node:module only when it runs in Node; bundlers
     // would still try to resolve it, so that branch is cut out.
     for (const glue of ['pglite', 'initdb']) {
@@ -64,6 +77,8 @@ export default async function buildBrowser({ root, dist, entries }) {
       'pgwasm:engine-template': join(work, 'embedded-template.js'),
       'pgwasm:postgres-glue': join(work, 'pglite-glue.js'),
       'pgwasm:initdb-glue': join(work, 'initdb-glue.js'),
+      'pgwasm:contrib-bundles': join(work, 'contrib-bundles.js'),
+      ...contribVirtual,
     }
     const nodeOnly = new Set(['./template-disk.js', './fs/node-dir.js'])
     const browserPlugin = {
@@ -73,6 +88,7 @@ export default async function buildBrowser({ root, dist, entries }) {
         b.onResolve({ filter: /^node:/ }, (a) => ({ path: a.path, namespace: 'node-only' }))
         b.onResolve({ filter: /^\.\/(template-disk|fs\/node-dir)\.js$/ }, (a) => (nodeOnly.has(a.path) ? { path: a.path, namespace: 'node-only' } : undefined))
         b.onResolve({ filter: /^\.\/engine-files\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine-files.browser.ts') }))
+        b.onResolve({ filter: /^\.\/contrib-bundles\.js$/ }, (a) => ({ path: join(a.resolveDir, 'contrib-bundles.browser.ts') }))
         // Reached only behind Node checks; an empty module keeps the import graph browser-clean.
         b.onLoad({ filter: /.*/, namespace: 'node-only' }, () => ({ contents: 'export {}', loader: 'js' }))
       },

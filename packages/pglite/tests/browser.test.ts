@@ -242,6 +242,17 @@ describe('browser build in Chromium', () => {
     await page.close()
   }, 180_000)
 
+  it('runs contrib extensions in the page: pg_trgm with a GIN index and hstore, on idb:// across a reopen', async () => {
+    const page = await openPage()
+    const r = await call(page, 'contrib', `contrib-${Date.now()}`)
+    expect(r.similarity).toBeGreaterThan(0)
+    expect(r.similarity).toBeLessThan(1)
+    expect(r.plan).toMatch(/words_trgm/)
+    expect(r.found[0]).toBe('word42')
+    expect(r.value).toBe('2')
+    await page.close()
+  }, 120_000)
+
   it('idb:// opens again from IndexedDB after an engine death: committed rows kept, the open transaction gone, the instance goes on', async () => {
     const page = await openPage()
     const r = await call(page, 'idbEngineDeath', `death-${Date.now()}`)

@@ -144,7 +144,8 @@ async function fromUrl(base: string, name: AssetName, expected: number): Promise
 
 type Base64Decoder = { fromBase64?: (text: string) => Uint8Array }
 
-function base64Bytes(text: string): Uint8Array {
+/** Bytes of base64 `text` (the embedded assets). */
+export function base64Bytes(text: string): Uint8Array {
   const native = (Uint8Array as unknown as Base64Decoder).fromBase64
   if (native) return native(text)
   const binary = atob(text)

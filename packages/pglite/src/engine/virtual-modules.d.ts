@@ -18,6 +18,10 @@ declare module 'pgwasm:engine-initdb' {
 declare module 'pgwasm:engine-template' {
   export const gzipped: Record<'template.pgwt.gz', string>
 }
+// The engine's contrib bundles, each gzipped, base64, in a chunk of its own loaded on use.
+declare module 'pgwasm:contrib-bundles' {
+  export const loaders: Readonly<Record<string, () => Promise<{ gzipped: string }>>>
+}
 declare module 'pgwasm:postgres-glue' {
   const factory: unknown
   export default factory

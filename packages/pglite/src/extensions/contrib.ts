@@ -4,14 +4,13 @@
  * module's file system before Postgres starts, the side modules compiled and
  * instantiated ahead, so `CREATE EXTENSION` (or `LOAD`) finds them ready.
  */
-import { locateEngine } from '../engine/assets.js'
 import type { PostgresModule } from '../engine/emscripten.js'
 import { PG_ROOT } from '../engine/module.js'
 import { sideModuleTrust } from '../engine/side-module-guard.js'
 import type { TreeEntry } from '../engine/pgdata-tree.js'
-import { EngineError } from '../errors.js'
 import { gunzip } from '../fs/gzip.js'
 import { unpackTar } from '../fs/tar.js'
+import { bundleBytes } from './contrib-bundles.js'
 
 /**
  * A contrib module to install into the instance, for the `extensions` option
@@ -24,8 +23,9 @@ export interface ContribExtension {
   /** The engine bundle holding it: `<bundle>.tar.gz` in `@electric-sql/pglite`'s dist. */
   readonly bundle: string
   /**
-   * A bundle file elsewhere (a path or `file:` URL), for a bundle built for
-   * the same engine outside its package; `bundle` then only names it.
+   * A bundle file elsewhere, for a bundle built for the same engine outside
+   * its package: in Node a path or `file:` URL, in the browser a URL to
+   * fetch. `bundle` then only names it.
    */
   readonly bundlePath?: string | URL
   /** Libraries Postgres must load at start (`shared_preload_libraries`), e.g. pg_stat_statements. */
@@ -64,46 +64,19 @@ export function withPreloadLibraries(args: string[], contrib: readonly ContribEx
   return out
 }
 
-const BUNDLE_NAME = /^[A-Za-z0-9_-]+$/
-
-/** Unpacked bundles by file, once per process: every instance reads the same files. */
+/** Unpacked bundles by name or file, once per process: every instance reads the same files. */
 const bundles = new Map<string, Promise<TreeEntry[]>>()
 
-async function bundleFile(extension: ContribExtension): Promise<string> {
-  if (extension.bundlePath !== undefined) {
-    const { fileURLToPath } = await import('node:url')
-    const path = extension.bundlePath
-    return path instanceof URL || path.startsWith('file:') ? fileURLToPath(path) : path
-  }
-  // The name becomes a file name: refuse anything that could leave dist/.
-  if (!BUNDLE_NAME.test(extension.bundle)) {
-    throw new EngineError(`contrib bundle name ${JSON.stringify(extension.bundle)} is not a bundle name`, { code: 'ASSET_MISSING' })
-  }
-  const [{ join }, { dist }] = await Promise.all([import('node:path'), locateEngine()])
-  return join(dist, `${extension.bundle}.tar.gz`)
-}
-
 async function readBundle(extension: ContribExtension): Promise<TreeEntry[]> {
-  const file = await bundleFile(extension)
-  let read = bundles.get(file)
+  const key = extension.bundlePath === undefined ? extension.bundle : String(extension.bundlePath)
+  let read = bundles.get(key)
   if (!read) {
-    read = loadBundle(extension.bundle, file)
-    bundles.set(file, read)
-    read.catch(() => bundles.delete(file))
+    // Sorted: a side module preloaded before one that links against it (docs/engine.md).
+    read = bundleBytes(extension).then(async (packed) => unpackTar(await gunzip(packed)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))
+    bundles.set(key, read)
+    read.catch(() => bundles.delete(key))
   }
   return read
-}
-
-async function loadBundle(bundle: string, file: string): Promise<TreeEntry[]> {
-  const { readFile } = await import('node:fs/promises')
-  let packed: Uint8Array
-  try {
-    packed = await readFile(file)
-  } catch (cause) {
-    throw new EngineError(`contrib bundle ${bundle} cannot be read from ${file}`, { code: 'ASSET_MISSING', cause })
-  }
-  // Sorted: a side module preloaded before one that links against it (docs/engine.md).
-  return unpackTar(await gunzip(packed)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 
 /** The part of the glue's FS this needs beyond {@link PostgresModule}'s. */

@@ -2,6 +2,8 @@
 // (`--bundle --format=esm --platform=browser`): what an app author runs.
 import { DatabaseError, DataDirLockedError, PGlite } from '@pgwasm/pglite'
 import { PGliteWorker } from '@pgwasm/pglite/worker'
+import { hstore } from '@pgwasm/pglite/contrib'
+import { pg_trgm } from '@pgwasm/pglite/contrib/pg_trgm'
 
 interface ErrorInfo {
   name: string
@@ -101,6 +103,23 @@ const api = {
     const stored = (await again.query<{ v: string }>('select v from kept order by v')).rows.map((r) => r.v)
     await again.close()
     return { died, after, stored }
+  },
+
+  /** Contrib extensions in the page: trigram search (with a GIN index) and hstore, on an idb:// database across a reopen. */
+  async contrib(name: string) {
+    const db = await PGlite.create(`idb://${name}`, { extensions: { pg_trgm, hstore } })
+    await db.exec('create extension pg_trgm; create extension hstore')
+    await db.exec("create table words (w text); insert into words select 'word' || g from generate_series(1, 500) g")
+    await db.exec('create index words_trgm on words using gin (w gin_trgm_ops)')
+    const similarity = (await db.query<{ s: number }>("select similarity('postgres', 'postgis')::float8 as s")).rows[0]!.s
+    await db.close()
+    const again = await PGlite.create(`idb://${name}`, { extensions: { pg_trgm, hstore } })
+    await again.exec('set enable_seqscan = off')
+    const plan = (await again.query<{ 'QUERY PLAN': string }>("explain select w from words where w % 'word42'")).rows.map((r) => r['QUERY PLAN']).join('\n')
+    const found = (await again.query<{ w: string }>("select w from words where w % 'word42' order by similarity(w, 'word42') desc, w limit 2")).rows.map((r) => r.w)
+    const value = (await again.query<{ v: string }>("select ('a=>1, b=>2'::hstore -> 'b') as v")).rows[0]!.v
+    await again.close()
+    return { similarity, plan, found, value }
   },
 
   async idbWrite(name: string, values: string[]) {
