@@ -79,7 +79,7 @@ export function readClientSettings(lease: EngineLease): ClientSettings {
 }
 
 /** `value` between dollar quotes whose tag (`base`, lengthened) it does not contain: a client's value can never end them. */
-function dollarQuote(value: string, base = 'v'): string {
+export function dollarQuote(value: string, base = 'v'): string {
   let tag = base
   while (value.includes(`$${tag}$`)) tag += 'v'
   return `$${tag}$${value}$${tag}$`

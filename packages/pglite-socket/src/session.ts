@@ -15,6 +15,7 @@ import { OutputSplitter } from './output.js'
 import { StatementRenamer } from './rename.js'
 import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from './unnamed-cache.js'
 import { sessionObjectsMayChange } from './session-objects.js'
+import { mayNameInternal, withoutForeignNames } from './foreign-names.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { mayWaitForAdvisoryLock, refusedForBusyLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
@@ -81,6 +82,17 @@ export interface CancelTarget {
   readonly secret: number
   /** Fails its statement that waits for the engine with 57014; false when none waits. */
   cancelWaiting(): boolean
+}
+
+/** The frame at `bytes[at, at + size)` with its SQL, `bytes[sqlStart, sqlEnd)`, replaced by `sql`. */
+function withSql(bytes: Uint8Array, at: number, size: number, sqlStart: number, sqlEnd: number, sql: string): Uint8Array {
+  const text = new TextEncoder().encode(sql)
+  const out = new Uint8Array(size - (sqlEnd - sqlStart) + text.length)
+  out.set(bytes.subarray(at, sqlStart), 0)
+  out.set(text, sqlStart - at)
+  out.set(bytes.subarray(sqlEnd, at + size), sqlStart - at + text.length)
+  new DataView(out.buffer).setInt32(1, out.length - 1)
+  return out
 }
 
 /** Why a batch that waited for the engine did not run: its client sent a CancelRequest. */
@@ -485,6 +497,8 @@ export class Session implements MuxClient {
         consumed = hadProgress
         break
       }
+      /** This frame with its SQL made safe (foreign-names.ts), when it had to be. */
+      let replaced: Uint8Array | undefined
       if (type === Msg.Query || type === Msg.Parse) {
         const end = at + size
         const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
@@ -517,16 +531,26 @@ export class Session implements MuxClient {
           }
           if (changesListens) listenChanged = true
         }
+        if (mayNameInternal(buffer, sqlStart, sqlEnd)) {
+          // Another client's statements and portals are not this client's to run, drop or read.
+          const safe = withoutForeignNames(decodeUtf8(buffer.subarray(sqlStart, sqlEnd)), this.processId)
+          if (safe !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, safe)
+        }
       }
       if (EXTENDED_TYPES.has(type)) this.#unsynced = true
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
       const alias = this.#unnamedAlias !== undefined && this.#aliasUse(type, buffer, at) ? this.#unnamedAlias : undefined
       if (EXTENDED_TYPES.has(type) && !StatementRenamer.namesNothing(type, buffer, at)) {
         // A named portal is renamed first; the unnamed statement stays empty there for the alias.
-        const renamed = this.#renamer.rewrite(type, input.take(size))
+        const taken = replaced ?? input.take(size)
+        if (replaced) input.skip(size)
+        const renamed = this.#renamer.rewrite(type, taken)
         batch.add(alias ? aliasFrame(renamed, 0, renamed.length, alias) : renamed)
       } else if (alias) {
-        batch.add(aliasFrame(buffer, at, size, alias))
+        batch.add(replaced ? aliasFrame(replaced, 0, replaced.length, alias) : aliasFrame(buffer, at, size, alias))
+        input.skip(size)
+      } else if (replaced) {
+        batch.add(replaced)
         input.skip(size)
       } else {
         batch.passOver(size)
