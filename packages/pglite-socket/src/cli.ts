@@ -20,6 +20,10 @@ Options:
                            end a client idle in a transaction this long, unless
                            it set idle_in_transaction_session_timeout itself;
                            0: never (default 60000)
+  --max-statement-time <ms>
+                           cancel a client's request that runs longer (57014),
+                           whatever its own statement_timeout; 0: no limit
+                           (default 0)
   --authentication-timeout <ms>
                            close a connection not through startup and password
                            in this time (default 60000)
@@ -47,6 +51,7 @@ async function main(): Promise<number> {
         'trust-remote': { type: 'boolean', default: false },
         'idle-in-transaction-timeout': { type: 'string', default: '60000' },
         'authentication-timeout': { type: 'string', default: '60000' },
+        'max-statement-time': { type: 'string', default: '0' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
         debug: { type: 'boolean', default: false },
@@ -73,6 +78,10 @@ async function main(): Promise<number> {
   if (!Number.isInteger(authenticationTimeoutMs) || authenticationTimeoutMs < 0) {
     return usage(`--authentication-timeout must be a whole number of ms >= 0, got ${args['authentication-timeout']}`)
   }
+  const maxStatementMs = Number(args['max-statement-time'])
+  if (!Number.isInteger(maxStatementMs) || maxStatementMs < 0) {
+    return usage(`--max-statement-time must be a whole number of ms >= 0, got ${args['max-statement-time']}`)
+  }
   const authMethod = args['auth-method'] as AuthMethod
   if (!AUTH_METHODS.includes(authMethod)) return usage(`--auth-method must be one of ${AUTH_METHODS.join(', ')}`)
 
@@ -95,6 +104,7 @@ async function main(): Promise<number> {
     trustRemote: args['trust-remote'],
     idleInTransactionTimeoutMs,
     authenticationTimeoutMs,
+    maxStatementMs,
     createDatabaseOnConnect: args['create-database-on-connect'],
     role: args.role,
     debug: args.debug,

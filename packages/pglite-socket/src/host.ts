@@ -53,6 +53,15 @@ export interface HostOptions {
    */
   readonly authenticationTimeoutMs?: number
   /**
+   * The longest a client's request may hold the engine, in ms, whatever the
+   * client's own `statement_timeout` (which it may turn off): past it the
+   * statement fails with 57014 "canceling statement due to user request",
+   * as if the server had sent a CancelRequest. Enforced where the statement
+   * calls out of the engine (clock reads, file I/O): a PL/pgSQL loop that
+   * never does runs on. 0 turns it off. @default 0
+   */
+  readonly maxStatementMs?: number
+  /**
    * COPY FROM STDIN data a client may send before CopyDone (the engine
    * takes it in one piece, so the server holds it); more fails the COPY.
    * @default 268435456 (256 MiB)
@@ -93,6 +102,7 @@ export class DatabaseHost implements SessionHost {
   readonly syncTimeoutMs: number
   readonly maxMessageBytes: number
   readonly idleInTransactionTimeoutMs: number
+  readonly maxStatementMs: number
   readonly authenticationTimeoutMs: number
   readonly maxCopyBytes: number
   readonly authThrottle = new AuthThrottle()
@@ -112,6 +122,7 @@ export class DatabaseHost implements SessionHost {
     // An empty password is no password (it would let anyone in who sends nothing).
     this.password = options.password || undefined
     this.idleInTransactionTimeoutMs = nonNegative(options.idleInTransactionTimeoutMs ?? 60_000, 'idleInTransactionTimeoutMs')
+    this.maxStatementMs = nonNegative(options.maxStatementMs ?? 0, 'maxStatementMs')
     this.authenticationTimeoutMs = nonNegative(options.authenticationTimeoutMs ?? 60_000, 'authenticationTimeoutMs')
     this.maxCopyBytes = nonNegative(options.maxCopyBytes ?? 256 * 1024 * 1024, 'maxCopyBytes')
     this.#createOnConnect = options.createDatabaseOnConnect ?? false

@@ -38,6 +38,8 @@ export interface MuxClient {
   terminate?(code: string, message: string): void
   /** Who it is to the engine (`processId` as id and pid), made once rather than per batch. */
   readonly leaseClient?: LeaseClient
+  /** The longest one of its requests may run before it is canceled (57014); undefined: no limit. */
+  readonly timeLimitMs?: number
 }
 
 /** What the engine is told for a client without a process id: an in-process caller's identity. */
@@ -121,6 +123,7 @@ export class Multiplexer {
     try {
       // pg_backend_pid() and session advisory locks answer for this client.
       lease.runFor(client.leaseClient ?? NO_CLIENT)
+      lease.limitTime(client.timeLimitMs)
       if (client.processId !== undefined && !client.closed) this.#clients.set(client.processId, client)
       this.#restoreSettings(client, lease)
       return work(lease)

@@ -58,6 +58,8 @@ export interface SessionHost {
   readonly maxMessageBytes: number
   /** See HostOptions. */
   readonly idleInTransactionTimeoutMs: number
+  /** The longest one request may hold the engine (0: no limit). */
+  readonly maxStatementMs: number
   readonly authenticationTimeoutMs: number
   readonly maxCopyBytes: number
   readonly authThrottle: AuthThrottle
@@ -166,6 +168,8 @@ function nulAfter(buffer: Uint8Array, from: number, end: number): number {
 export class Session implements MuxClient {
   readonly processId = nextProcessId++
   readonly leaseClient: LeaseClient = { id: this.processId, pid: this.processId }
+  /** The server's cap on one request of this client (MuxClient). */
+  readonly timeLimitMs: number | undefined
   readonly secret = randomInt(1, 0x7fffffff)
   readonly #host: SessionHost
   readonly #transport: Transport
@@ -238,6 +242,7 @@ export class Session implements MuxClient {
     this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
     this.#splitter.rewriteError = this.#names.rewriteError
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
+    this.timeLimitMs = host.maxStatementMs > 0 ? host.maxStatementMs : undefined
     host.track(this)
     if (host.authenticationTimeoutMs > 0) {
       // PostgreSQL's authentication_timeout: a stalled startup must not keep a connection slot.

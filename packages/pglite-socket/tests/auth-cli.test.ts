@@ -290,13 +290,16 @@ describe('the CLI', () => {
     expect(result.stdout).not.toContain('serving')
   })
 
-  it('exits 2 with the usage when --idle-in-transaction-timeout is not a number of ms', { timeout: 120_000 }, async () => {
-    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--idle-in-transaction-timeout', '1m'], {
+  it.each([
+    ['--idle-in-transaction-timeout', '1m'],
+    ['--max-statement-time', 'ten'],
+  ])('exits 2 with the usage when %s is not a number of ms', { timeout: 120_000 }, async (flag, value) => {
+    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, flag, value], {
       timeoutMs: CLI_MS,
       cwd: repoRoot,
       env: cliEnv(),
     })
     expect(result.code).toBe(2)
-    expect(result.stderr).toContain('--idle-in-transaction-timeout must be a whole number of ms >= 0, got 1m')
+    expect(result.stderr).toContain(`${flag} must be a whole number of ms >= 0, got ${value}`)
   })
 })

@@ -196,3 +196,27 @@ describe('statement_timeout', () => {
     expect((await timed.query(`select current_setting('statement_timeout') as st`)).rows).toEqual([{ st: '200ms' }])
   })
 })
+
+describe('the server cap on one request (maxStatementMs)', () => {
+  const served = useServedDatabase({ maxStatementMs: 300 })
+
+  it("cancels a client's request that runs past it with 57014, whatever the client's statement_timeout, and the others get their turn", async () => {
+    const hog = await served.connect()
+    const other = await served.connect()
+    await hog.query('set statement_timeout = 0')
+    const started = performance.now()
+    const hogged = hog.query('select pg_sleep(10)')
+    // Queued behind it: runs as soon as the hog is canceled.
+    const queued = other.query('select 1 as one')
+    await expect(hogged).rejects.toMatchObject({ code: '57014', message: 'canceling statement due to user request' })
+    expect((await queued).rows).toEqual([{ one: 1 }])
+    expect(performance.now() - started).toBeLessThan(5000)
+    // Both go on; a request under the cap is untouched, and so is the next one after a cancel.
+    expect((await hog.query('select pg_sleep(0.05)::text as slept')).rows).toEqual([{ slept: '' }])
+    expect((await other.query('select 2 as two')).rows).toEqual([{ two: 2 }])
+  })
+
+  it('leaves in-process callers of the instance without the cap', async () => {
+    expect((await served.db.query<{ slept: string }>('select pg_sleep(0.5)::text as slept')).rows).toEqual([{ slept: '' }])
+  })
+})

@@ -82,6 +82,13 @@ export interface EngineLease {
    * package's README). Undefined: an in-process caller.
    */
   runFor(client: LeaseClient | undefined): void
+  /**
+   * Cancels each later exec of this lease that runs longer than `ms`, with
+   * 57014 "canceling statement due to user request", as a CancelRequest
+   * would: where the statement calls out of the engine (clock reads, file
+   * I/O; a PL/pgSQL loop runs on). `undefined`: no limit. Gone at release.
+   */
+  limitTime(ms: number | undefined): void
   /** Releases the session-level advisory locks of client `id` (it disconnected). */
   forgetClient(id: number): void
   /**
@@ -1024,6 +1031,9 @@ export class PGlite implements AsyncDisposable {
       runFor: (client) => {
         if (!released) backend.setClient(client)
       },
+      limitTime: (ms) => {
+        if (!released) backend.timeLimitMs = ms
+      },
       forgetClient: (id) => {
         backend.forgetClient(id)
       },
@@ -1032,7 +1042,10 @@ export class PGlite implements AsyncDisposable {
         return backend.advisoryReleases
       },
       release: () => {
-        if (!released) backend.setClient(undefined)
+        if (!released) {
+          backend.setClient(undefined)
+          backend.timeLimitMs = undefined
+        }
         released = true
         release()
       },

@@ -278,6 +278,15 @@ export class Backend {
   #dead: EngineError | undefined
   /** A request runs (alarms may be delivered, see #alarmMayGoOff). */
   #inRequest = false
+  /** The running request was marked canceled for its time limit. */
+  #canceled = false
+
+  /**
+   * Requests that run longer than this (ms) are canceled with 57014 where
+   * they call out of the engine (alarms.ts), as a CancelRequest would;
+   * undefined: no limit. Set by whoever holds the engine for the next requests.
+   */
+  timeLimitMs: number | undefined
   #closed = false
   #lastSnapshot: EngineSnapshot | undefined
   readonly #guards: SessionGuards
@@ -297,6 +306,10 @@ export class Backend {
     this.#blob = blank.blob
     this.#guards = blank.guards
     this.#control.mayDeliverAlarm = () => this.#alarmMayGoOff()
+    this.#control.cancelStatement = () => {
+      this.#canceled = true
+      this.#guards.requestCancel()
+    }
     blank.bind(this)
     blank.setLogSink(onLog)
   }
@@ -539,6 +552,7 @@ export class Backend {
     this.#tail.fill(0)
     const started = performance.now()
     this.#inRequest = true
+    if (this.timeLimitMs !== undefined) this.#control.cancelAt = started + this.timeLimitMs
     const topHandler = this.#guards.exceptionStack
     let failure: unknown
     try {
@@ -569,6 +583,11 @@ export class Backend {
       this.#sink = discard
       this.#input = new Uint8Array(0)
       this.#inRequest = false
+      this.#control.cancelAt = Infinity
+      if (this.#canceled) {
+        this.#canceled = false
+        if (failure === undefined) this.#guards.clearCancel()
+      }
     }
     if (failure !== undefined) this.#die(failure)
     const status = this.lastReadyStatus

@@ -29,6 +29,13 @@ export interface ModuleControl {
    * request (see alarms.ts); the backend running on the module decides.
    */
   mayDeliverAlarm: () => boolean
+  /**
+   * When the running request is to be canceled (performance.now() ms;
+   * Infinity: never), as a CancelRequest would: see alarms.ts.
+   */
+  cancelAt: number
+  /** Marks the running statement canceled (Postgres' `QueryCancelPending`). */
+  cancelStatement: () => void
   /** Arms (or with 0 clears) an interval timer, as Postgres' setitimer does. */
   arm(which: number, timeoutMs: number): void
   /** Clears every timer; the module lives on (it is being reused). */
@@ -72,6 +79,8 @@ export function newModuleControl(): ModuleControl {
     armed,
     nextDue: Infinity,
     mayDeliverAlarm: () => false,
+    cancelAt: Infinity,
+    cancelStatement: () => {},
     arm(which, timeoutMs) {
       // Recorded, never delivered by a timer: between two requests every
       // alarm Postgres arms is one that ends the session (idle-in-transaction,

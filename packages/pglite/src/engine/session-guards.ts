@@ -443,6 +443,25 @@ export class SessionGuards {
     }
   }
 
+  /**
+   * Marks the running statement canceled, as Postgres' SIGINT handler does:
+   * the cancel flags, then the process latch, so that a wait in progress
+   * (`pg_sleep`, which polls the latch) returns to its interrupt check,
+   * which raises 57014. The latch's `is_set` is its first field.
+   */
+  requestCancel(): void {
+    const heap = new DataView(this.#mod.HEAPU8.buffer)
+    heap.setInt32(this.#global('QueryCancelPending'), 1, true)
+    heap.setInt32(this.#global('InterruptPending'), 1, true)
+    const latch = heap.getUint32(this.#global('MyLatch'), true)
+    if (latch !== 0) heap.setInt32(latch, 1, true)
+  }
+
+  /** Drops a cancel the statement finished before it saw, so that it cannot cancel the next one. */
+  clearCancel(): void {
+    new DataView(this.#mod.HEAPU8.buffer).setInt32(this.#global('QueryCancelPending'), 0, true)
+  }
+
   #global(name: string): number {
     return (this.#ex[name] as WebAssembly.Global).value as number
   }
