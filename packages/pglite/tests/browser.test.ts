@@ -111,6 +111,7 @@ beforeAll(async () => {
   nodeDump = new Uint8Array(await (await source.dumpDataDir('gzip')).arrayBuffer())
   await source.close()
   const assets = join(pkgDir, 'dist', 'browser', 'assets')
+  const vectorBundle = fileURLToPath((await (await import('@electric-sql/pglite-pgvector')).vector.setup(undefined as never, {})).bundlePath)
   const app = readFileSync(join(out, 'app.js'))
   const workerScript = readFileSync(join(out, 'pg-worker.js'))
   server = createServer((req, res) => {
@@ -134,6 +135,8 @@ beforeAll(async () => {
     if (url.pathname === '/store.js') return send(200, 'text/javascript', readFileSync(join(out, 'store.js')))
     if (url.pathname === '/pg-worker.js') return send(200, 'text/javascript', workerScript)
     if (url.pathname === '/node-dump.tgz') return send(200, 'application/gzip', nodeDump)
+    // pgvector's bundle as @electric-sql/pglite-pgvector publishes it, served beside the page.
+    if (url.pathname === '/vector.tar.gz') return send(200, 'application/gzip', readFileSync(vectorBundle))
     const example = /^\/(example-\d+)\.(html|js)$/.exec(url.pathname)
     if (example) {
       if (example[2] === 'html') return send(200, 'text/html', `<!doctype html><meta charset="utf-8"><script type="module" src="/${example[1]}.js"></script>`)
@@ -242,7 +245,7 @@ describe('browser build in Chromium', () => {
     await page.close()
   }, 180_000)
 
-  it('runs contrib extensions in the page: pg_trgm with a GIN index and hstore, on idb:// across a reopen', async () => {
+  it("runs extensions in the page: pg_trgm with a GIN index and hstore on idb:// across a reopen, and pgvector's HNSW index from a bundle fetched by URL", async () => {
     const page = await openPage()
     const r = await call(page, 'contrib', `contrib-${Date.now()}`)
     expect(r.similarity).toBeGreaterThan(0)
@@ -250,6 +253,9 @@ describe('browser build in Chromium', () => {
     expect(r.plan).toMatch(/words_trgm/)
     expect(r.found[0]).toBe('word42')
     expect(r.value).toBe('2')
+    // pgvector from a bundle fetched by URL (bundlePath), with its HNSW index.
+    expect(r.nearest).toEqual([3, 4, 2])
+    expect(r.vectorPlan).toMatch(/items_hnsw/)
     await page.close()
   }, 120_000)
 

@@ -438,3 +438,24 @@ describe('contrib extensions and the instance', () => {
     await expect(PGlite.create({ extensions: { bad: { name: 'bad', bundle: '../pglite' } } })).rejects.toMatchObject({ code: 'ASSET_MISSING' })
   })
 })
+
+describe('pgvector, from the bundle @electric-sql/pglite-pgvector publishes', () => {
+  it('creates the extension, orders by <-> distance, and a query uses its HNSW index', async () => {
+    // The package's own extension object names its bundle (a file: URL beside its dist).
+    const published = (await import('@electric-sql/pglite-pgvector')).vector
+    const { bundlePath } = await published.setup(undefined as never, {})
+    const vector: ContribExtension = { name: 'vector', bundle: 'vector', bundlePath }
+    const pg = await PGlite.create({ extensions: { vector } })
+    try {
+      await pg.exec(`create extension vector; create table items (id int primary key, embedding vector(3))`)
+      await pg.exec(`insert into items select g, array[g, g * 2, g * 3]::vector from generate_series(1, 200) g`)
+      await pg.exec('create index items_hnsw on items using hnsw (embedding vector_l2_ops)')
+      expect(await rows(`select id from items order by embedding <-> '[3.1, 6.2, 9.3]' limit 3`, pg)).toEqual([{ id: 3 }, { id: 4 }, { id: 2 }])
+      await pg.exec('set enable_seqscan = off')
+      const plan = (await rows(`explain select id from items order by embedding <-> '[3.1, 6.2, 9.3]' limit 3`, pg)) as { 'QUERY PLAN': string }[]
+      expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/items_hnsw/)
+    } finally {
+      await pg.close()
+    }
+  })
+})

@@ -119,7 +119,16 @@ const api = {
     const found = (await again.query<{ w: string }>("select w from words where w % 'word42' order by similarity(w, 'word42') desc, w limit 2")).rows.map((r) => r.w)
     const value = (await again.query<{ v: string }>("select ('a=>1, b=>2'::hstore -> 'b') as v")).rows[0]!.v
     await again.close()
-    return { similarity, plan, found, value }
+    const vector = { name: 'vector', bundle: 'vector', bundlePath: '/vector.tar.gz' }
+    const vdb = await PGlite.create({ extensions: { vector } })
+    await vdb.exec('create extension vector; create table items (id int primary key, embedding vector(3))')
+    await vdb.exec('insert into items select g, array[g, g * 2, g * 3]::vector from generate_series(1, 200) g')
+    await vdb.exec('create index items_hnsw on items using hnsw (embedding vector_l2_ops); set enable_seqscan = off')
+    const nearestSql = "select id from items order by embedding <-> '[3.1, 6.2, 9.3]' limit 3"
+    const nearest = (await vdb.query<{ id: number }>(nearestSql)).rows.map((r) => r.id)
+    const vectorPlan = (await vdb.query<{ 'QUERY PLAN': string }>(`explain ${nearestSql}`)).rows.map((r) => r['QUERY PLAN']).join('\n')
+    await vdb.close()
+    return { similarity, plan, found, value, nearest, vectorPlan }
   },
 
   async idbWrite(name: string, values: string[]) {
