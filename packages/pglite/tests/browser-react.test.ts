@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callPageApi, closeChromium, serveToChromium } from './fixtures/chromium.js'
 
@@ -22,13 +22,15 @@ const pkgDir = join(here, '..')
 let out: string
 let server: Server
 let browser: Browser
+let context: BrowserContext
+let origin: string
 let page: Page
 
 beforeAll(async () => {
   if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
   out = mkdtempSync(join(tmpdir(), 'pgwasm-react-'))
   await build({
-    entryPoints: [join(here, 'browser', 'react.tsx')],
+    entryPoints: [join(here, 'browser', 'react.tsx'), join(here, 'browser', 'repl.tsx')],
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -37,12 +39,15 @@ beforeAll(async () => {
     absWorkingDir: pkgDir,
     alias: { '@electric-sql/pglite': '@pgwasm/pglite' },
     define: { 'process.env.NODE_ENV': '"production"' },
+    loader: { '.css': 'css' },
     outdir: out,
     logLevel: 'error',
   })
   const files: Record<string, [string, Buffer | string]> = {
     '/': ['text/html', '<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/react.js"></script>'],
     '/react.js': ['text/javascript', readFileSync(join(out, 'react.js'))],
+    '/repl': ['text/html', '<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/repl.js"></script>'],
+    '/repl.js': ['text/javascript', readFileSync(join(out, 'repl.js'))],
   }
   server = createServer((req, res) => {
     const file = files[new URL(req.url ?? '/', 'http://127.0.0.1').pathname]
@@ -53,6 +58,8 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': file[0] }).end(file[1])
   })
   const opened = await serveToChromium(server)
+  origin = opened.origin
+  context = opened.context
   browser = opened.browser
   page = await opened.context.newPage()
   const errors: string[] = []
@@ -99,5 +106,37 @@ describe('@electric-sql/pglite-react on @pgwasm/pglite', () => {
     await page.click('#add')
     await eventually(() => items('all'), ['milk', 'rye bread', 'clicked'])
     await eventually(() => page.locator('#count').textContent(), '3')
+  })
+})
+
+describe('@electric-sql/pglite-repl on @pgwasm/pglite', () => {
+  it('runs what is typed into its editor and shows the result table, an error as an error, and psql\'s \\d', { timeout: 60_000 }, async () => {
+    const repl = await context.newPage()
+    const errors: string[] = []
+    repl.on('pageerror', (err) => errors.push(err.message))
+    await repl.goto(`${origin}/repl`)
+    await repl.waitForFunction(() => 'pgwasmRepl' in globalThis, undefined, { timeout: 30_000 }).catch((err: unknown) => {
+      throw new Error(`the REPL page did not load: ${errors.join('; ') || String(err)}`)
+    })
+    const editor = repl.locator('.cm-content')
+    await editor.click()
+    await repl.keyboard.type('select name from planet order by id;')
+    await repl.keyboard.press('Enter')
+    await eventually(() => repl.locator('.PGliteRepl-table').first().textContent(), 'nameMercuryVenus')
+    await editor.click()
+    await repl.keyboard.type('select * from no_such_table;')
+    await repl.keyboard.press('Enter')
+    await eventually(async () => /no_such_table/.test((await repl.locator('.PGliteRepl-error').first().textContent()) ?? ''), true)
+    // psql's describe commands run on ours too (psql-describe's catalog queries;
+    // the REPL shows the title, and the table of its last query, on PGlite alike).
+    await editor.click()
+    await repl.keyboard.type('\\d planet')
+    await repl.keyboard.press('Enter')
+    const described = async (): Promise<boolean> => /\\d planetTable "public\.planet"/.test((await repl.locator('.PGliteRepl-output').textContent()) ?? '')
+    await eventually(described, true).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}; the output read: ${await repl.locator('.PGliteRepl-output').textContent()}`)
+    })
+    expect(errors).toEqual([])
+    await repl.close()
   })
 })
