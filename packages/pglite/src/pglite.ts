@@ -314,6 +314,7 @@ export class PGlite implements AsyncDisposable {
       spec.kind === 'idb'
         ? import('./fs/idb-persistence.js').then(({ IdbPersistence }) =>
             IdbPersistence.open(spec.name, {
+              scheme: spec.scheme,
               relaxed: opts.relaxedDurability === true,
               engineVersion: assetsLoading.then((a) => a.engineVersion),
               create: async () => {
@@ -357,9 +358,10 @@ export class PGlite implements AsyncDisposable {
         await dead?.discard()
         const { IdbPersistence } = await import('./fs/idb-persistence.js')
         const again = await IdbPersistence.open(spec.name, {
+          scheme: spec.scheme,
           relaxed: opts.relaxedDurability === true,
           engineVersion: assetsLoading.then((a) => a.engineVersion),
-          create: () => Promise.reject(new EngineError(`idb://${spec.name} is no longer in IndexedDB`, { code: 'BAD_DATA_DIR' })),
+          create: () => Promise.reject(new EngineError(`${spec.scheme}://${spec.name} is no longer stored`, { code: 'BAD_DATA_DIR' })),
         })
         this.#persistence = again.persistence
         return again.tree
@@ -510,7 +512,7 @@ export class PGlite implements AsyncDisposable {
   #deathError(dead: Backend, pending = false): EngineError {
     const error = dead.deadError!
     const reopened = this.#restart !== undefined && (pending || (!this.#closed && this.#backend !== dead))
-    const from = this.dataDir?.startsWith('idb://') ? 'IndexedDB' : 'its directory'
+    const from = this.dataDir?.startsWith('idb://') ? 'IndexedDB' : this.dataDir?.startsWith('opfs-ahp://') ? 'OPFS' : 'its directory'
     const outcome = pending
       ? `the database is being opened again from ${from}`
       : reopened

@@ -353,6 +353,29 @@ describe('browser build in Chromium', () => {
     await page.close()
   }, 180_000)
 
+  it('opfs-ahp:// in a worker keeps committed rows across a reload and a torn trailing write, and is refused on the page with a clear error', async () => {
+    const page = await openPage()
+    const name = `opfs-${Date.now()}`
+    expect(await call(page, 'opfsViaWorker', name, ['one', 'two'])).toEqual(['one', 'two'])
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    expect(await call(page, 'opfsViaWorker', name, ['three'])).toEqual(['one', 'two', 'three'])
+    // A record a crash cut short (a header and half a payload): left out, nothing else lost.
+    const torn = await call(page, 'opfsTear', name, [0x50, 0x47, 0x57, 0x4a, 2, 0, 1, 0, 0, 1, 2, 3, 4, 5, 6, 7])
+    expect(torn.size).toBeGreaterThan(0)
+    expect(await call(page, 'opfsViaWorker', name, ['four'])).toEqual(['one', 'two', 'three', 'four'])
+    await page.reload()
+    await page.waitForFunction(() => 'pgwasmTest' in globalThis)
+    expect(await call(page, 'opfsViaWorker', name, [])).toEqual(['one', 'two', 'three', 'four'])
+    // Past a generation's size limit the next flush starts a new generation from an image, and the old file goes.
+    const compacted = await call(page, 'opfsCompact', `${name}-big`)
+    expect(compacted).toMatchObject({ n: 70001, last: 'after' })
+    expect(compacted.files).toHaveLength(1)
+    expect(compacted.files[0]).toMatch(/^gen-([2-9]|\d\d+)$/)
+    expect(await call(page, 'opfsOnPage', name)).toMatchObject({ name: 'EngineError', code: 'BAD_DATA_DIR', message: expect.stringMatching(/needs a dedicated worker/) })
+    await page.close()
+  }, 180_000)
+
   it('a worker on a cross-origin isolated page takes the shared-memory lane, keeps values and errors, and persists across a reload', async () => {
     const page = await context.newPage()
     await page.goto(`${origin}/isolated`)

@@ -44,9 +44,17 @@ describe('built-in file systems', () => {
   })
 })
 
+describe('OpfsAhpFS', () => {
+  it("stands for opfs-ahp://<name>, which needs a browser's dedicated worker: in Node it rejects with BAD_DATA_DIR saying so", async () => {
+    const err = await PGlite.create({ fs: new OpfsAhpFS('db', { initialPoolSize: 4 }) }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(EngineError)
+    expect(err).toMatchObject({ code: 'BAD_DATA_DIR' })
+    expect((err as Error).message).toMatch(/opfs-ahp:\/\/db needs the origin private file system/)
+  })
+})
+
 describe('file systems pgwasm does not run on', () => {
   const unsupported = [
-    ['OpfsAhpFS', () => new OpfsAhpFS('opfs-ahp://db')],
     ['Memfs2OpfsFS', () => new Memfs2OpfsFS('db')],
     ['MemfsFrontendFS', () => new MemfsFrontendFS(new OpfsBackend('db'))],
   ] as const

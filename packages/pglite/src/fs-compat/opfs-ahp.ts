@@ -1,10 +1,12 @@
 /**
- * `@electric-sql/pglite/opfs-ahp`'s `OpfsAhpFS`, by name only: pgwasm does not
- * run the engine on OPFS access handles. A browser database persists with
- * `dataDir: 'idb://<name>'`; using this class rejects with an EngineError.
+ * `@electric-sql/pglite/opfs-ahp`'s `OpfsAhpFS`: a database kept in the
+ * origin private file system, as `dataDir: 'opfs-ahp://<name>'` (in a
+ * dedicated worker; see the package README). Its pool options are accepted
+ * and ignored: pgwasm keeps the files in memory and journals each commit
+ * to one file per generation instead of a pool of handles.
  * @packageDocumentation
  */
-import { UnsupportedFilesystem } from './unsupported.js'
+import { EmscriptenBuiltinFilesystem } from './filesystem.js'
 
 /** Options PGlite's OPFS file system takes (accepted and ignored). */
 export interface OpfsAhpOptions {
@@ -13,9 +15,9 @@ export interface OpfsAhpOptions {
   debug?: boolean
 }
 
-/** PGlite's OPFS access-handle-pool file system: unsupported here (see the module note). */
-export class OpfsAhpFS extends UnsupportedFilesystem {
+/** PGlite's OPFS file system: the same database as `dataDir: 'opfs-ahp://<name>'`. */
+export class OpfsAhpFS extends EmscriptenBuiltinFilesystem {
   constructor(dataDir: string, _options: OpfsAhpOptions = {}) {
-    super(dataDir)
+    super(dataDir.startsWith('opfs-ahp://') ? dataDir : `opfs-ahp://${dataDir}`)
   }
 }

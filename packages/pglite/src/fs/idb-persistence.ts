@@ -2,7 +2,17 @@ import type { PostgresModule } from '../engine/emscripten.js'
 import { MemfsJournal } from '../engine/memfs-journal.js'
 import { PGDATA } from '../engine/module.js'
 import type { DataTree } from '../engine/pgdata-tree.js'
+import type { FsChanges } from '../engine/memfs-journal.js'
 import { IdbStore } from './idb-store.js'
+import { OpfsStore } from './opfs-store.js'
+
+/** Where a journaled data directory is kept: IndexedDB (`idb://`) or the origin private file system (`opfs-ahp://`). */
+interface JournalStore {
+  load(): Promise<DataTree | undefined>
+  create(tree: DataTree, engineVersion: string): Promise<void>
+  apply(changes: FsChanges, durability: 'strict' | 'relaxed'): Promise<void>
+  close(): void
+}
 
 /**
  * Keeps an `idb://` database in IndexedDB: Postgres runs on MEMFS, a
@@ -13,7 +23,7 @@ import { IdbStore } from './idb-store.js'
  * corrupt the database: chunks of one flush are stored in one transaction).
  */
 export class IdbPersistence {
-  readonly #store: IdbStore
+  readonly #store: JournalStore
   readonly #relaxed: boolean
   #journal: MemfsJournal | undefined
   /** Relaxed mode's queued writes, in order. */
@@ -22,7 +32,7 @@ export class IdbPersistence {
   /** A new database's first write (the whole initial tree), running while Postgres boots. */
   #base: Promise<void> | undefined
 
-  private constructor(store: IdbStore, relaxed: boolean, base?: Promise<void>) {
+  private constructor(store: JournalStore, relaxed: boolean, base?: Promise<void>) {
     this.#store = store
     this.#relaxed = relaxed
     this.#base = base
@@ -35,9 +45,9 @@ export class IdbPersistence {
    */
   static async open(
     name: string,
-    options: { relaxed: boolean; engineVersion: Promise<string>; create: () => Promise<DataTree> },
+    options: { relaxed: boolean; engineVersion: Promise<string>; create: () => Promise<DataTree>; scheme?: 'idb' | 'opfs-ahp' },
   ): Promise<{ persistence: IdbPersistence; tree: DataTree; created: boolean }> {
-    const store = await IdbStore.open(name)
+    const store: JournalStore = options.scheme === 'opfs-ahp' ? await OpfsStore.open(name) : await IdbStore.open(name)
     try {
       const stored = await store.load()
       if (stored) return { persistence: new IdbPersistence(store, options.relaxed), tree: stored, created: false }

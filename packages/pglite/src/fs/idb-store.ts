@@ -233,12 +233,12 @@ const heldHere = new Set<string>()
 
 /**
  * Takes the Web Lock of this data directory (waiting up to LOCK_WAIT_MS): across tabs of
- * an origin only one instance may write it.
+ * an origin only one instance may write it. `scheme` is the data directory's (`idb`, `opfs-ahp`).
  */
-async function lock(name: string): Promise<() => void> {
-  const key = `pgwasm:idb:${name}`
+export async function lock(name: string, scheme = 'idb'): Promise<() => void> {
+  const key = scheme === 'idb' ? `pgwasm:idb:${name}` : `pgwasm:${scheme}:${name}`
   const holderError = () =>
-    new DataDirLockedError(`idb://${name} is open in another tab or instance; close it there first`, { path: `idb://${name}`, holder: 'another tab or instance' })
+    new DataDirLockedError(`${scheme}://${name} is open in another tab or instance; close it there first`, { path: `${scheme}://${name}`, holder: 'another tab or instance' })
   if (heldHere.has(key)) throw holderError()
   const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
   heldHere.add(key)

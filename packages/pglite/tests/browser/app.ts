@@ -242,6 +242,58 @@ const api = {
   },
 
   /** Writes through a module worker on idb://, reads back, and returns a failing query's error as the page sees it. */
+  /** An opfs-ahp:// database in a module worker: writes, then the rows as a new worker reads them. */
+  async opfsViaWorker(name: string, values: string[]) {
+    const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}` })
+    await pg.exec('create table if not exists w (id serial primary key, v text not null)')
+    for (const v of values) await pg.query('insert into w (v) values ($1)', [v])
+    const { rows } = await pg.query<{ v: string }>('select v from w order by id')
+    await pg.close()
+    return rows.map((r) => r.v)
+  },
+
+  /** Writes past a generation's size limit so that the next flush starts a new generation; what a new worker then reads, and the files left. */
+  async opfsCompact(name: string) {
+    const open = () => PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}` })
+    const pg = await open()
+    await pg.exec("create table big (id int primary key, pad text); insert into big select g, repeat('x', 1000) from generate_series(1, 70000) g")
+    await pg.query('insert into big values (0, $1)', ['after'])
+    await pg.close()
+    const again = await open()
+    const { rows } = await again.query<{ n: number; last: string }>("select count(*)::int as n, max(pad) filter (where id = 0) as last from big")
+    await again.close()
+    const dir = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('pgwasm')).getDirectoryHandle(encodeURIComponent(name))
+    const files: string[] = []
+    for await (const key of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) files.push(key)
+    return { ...rows[0]!, files: files.sort() }
+  },
+
+  /** Appends bytes to the newest generation file of opfs-ahp://<name>, as a write a crash tore would leave them. */
+  async opfsTear(name: string, bytes: number[]) {
+    const root = await (await navigator.storage.getDirectory()).getDirectoryHandle('pgwasm')
+    const dir = await root.getDirectoryHandle(encodeURIComponent(name))
+    const names: string[] = []
+    for await (const key of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(key)
+    const newest = names.sort((a, b) => Number(b.slice(4)) - Number(a.slice(4)))[0]!
+    const file = await dir.getFileHandle(newest)
+    const size = (await file.getFile()).size
+    const writable = await file.createWritable({ keepExistingData: true })
+    await writable.write({ type: 'write', position: size, data: new Uint8Array(bytes) })
+    await writable.close()
+    return { file: newest, size }
+  },
+
+  /** opfs-ahp:// on the page itself: refused (it needs a dedicated worker). */
+  async opfsOnPage(name: string) {
+    return PGlite.create(`opfs-ahp://${name}`).then(
+      async (db) => {
+        await db.close()
+        return undefined
+      },
+      (err: unknown) => describe(err),
+    )
+  },
+
   async viaWorker(name: string, values: string[]) {
     const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `idb://${name}` })
     await pg.exec('create table if not exists w (id serial primary key, v text not null)')
