@@ -92,6 +92,26 @@ const api = {
     await pg.close()
     return out
   },
+  /**
+   * A durable `dataDir` (`opfs-ahp://` or `idb://`) through a new module
+   * worker: per-op ms of insert + select by pk after as many unmeasured ops,
+   * then the ms a new worker takes to open it again and answer a query.
+   */
+  async workerStore(workerUrl: string, dataDir: string, n: number): Promise<{ ops: number[]; reopenMs: number }> {
+    type WorkerCtor = { create(worker: Worker, options: object): Promise<Db> }
+    const make = () => (PGliteWorker as unknown as WorkerCtor).create(new Worker(workerUrl, { type: 'module' }), { dataDir })
+    const pg = await make()
+    await pg.exec('create table if not exists kv (id int primary key, v text not null)')
+    await insertSelectOps(pg, 1_000_000, n)
+    const ops = await insertSelectOps(pg, 0, n)
+    await pg.close()
+    const t0 = performance.now()
+    const again = await make()
+    await again.query('select count(*) from kv')
+    const reopenMs = performance.now() - t0
+    await again.close()
+    return { ops, reopenMs }
+  },
   /** Opens `idb://<name>` through this tab's own worker, as every tab of an app does; whether this tab leads. */
   async tabOpen(workerUrl: string, name: string): Promise<boolean> {
     type TabWorker = Db & { isLeader: boolean }

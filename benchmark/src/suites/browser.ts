@@ -34,6 +34,15 @@ export const WORKER_VIA_ISOLATED = 'in-memory insert + select by pk, through a w
 export const TAB_LEADER = 'idb:// insert + select by pk through a worker, leading tab'
 export const TAB_FOLLOWER = 'idb:// insert + select by pk through a worker, second tab (forwarded to the leader)'
 export const TAB_FAILOVER = 'leading tab closed: longest wait for an answer in the other tab'
+export const OPFS_WRITE = 'opfs-ahp:// insert + select by pk through a worker (durable default)'
+export const OPFS_REOPEN = 'opfs-ahp:// reopen in a new worker, first query answered'
+export const IDB_WORKER_WRITE = 'idb:// insert + select by pk through a worker (durable default)'
+export const IDB_WORKER_REOPEN = 'idb:// reopen in a new worker, first query answered'
+/** The stores timed through a worker: scheme, insert + select case, reopen case. */
+const WORKER_STORES = [
+  ['opfs-ahp', OPFS_WRITE, OPFS_REOPEN],
+  ['idb', IDB_WORKER_WRITE, IDB_WORKER_REOPEN],
+] as const
 export const BROWSER_CASES = [
   CREATE_MEMORY,
   CREATE_MEMORY_LATER,
@@ -48,6 +57,10 @@ export const BROWSER_CASES = [
   TAB_LEADER,
   TAB_FOLLOWER,
   TAB_FAILOVER,
+  OPFS_WRITE,
+  OPFS_REOPEN,
+  IDB_WORKER_WRITE,
+  IDB_WORKER_REOPEN,
 ]
 /** How long a follower tab may go unanswered after its leader closed before the row fails. */
 const FAILOVER_LIMIT_MS = 5_000
@@ -158,6 +171,8 @@ export async function run(s: SuiteRun): Promise<void> {
     const tabFailed = new Map<string, string>()
     const failoverFailed = new Map<string, string>()
     const tabCases = new Set([TAB_LEADER, TAB_FOLLOWER, TAB_FAILOVER])
+    /** `<library>|<case>` of a worker-store row that failed, and why. */
+    const storeFailed = new Map<string, string>()
     const push = (c: string, impl: Impl, values: number[]) => {
       const key = `${c}|${impl.label}`
       samples.set(key, [...(samples.get(key) ?? []), ...values])
@@ -240,6 +255,19 @@ export async function run(s: SuiteRun): Promise<void> {
             push(WORKER_DIRECT_ISOLATED, impl, w.direct)
             push(WORKER_VIA_ISOLATED, impl, w.worker)
           }
+          for (const [scheme, write, reopen] of WORKER_STORES) {
+            if ((!s.wants(write) && !s.wants(reopen)) || storeFailed.has(`${impl.label}|${write}`)) continue
+            // One store's failure costs that store's rows only.
+            await call(page, 'workerStore', impl.worker, `${scheme}://store-${round}`, writeOps).then(
+              (r) => {
+                push(write, impl, r.ops)
+                push(reopen, impl, [r.reopenMs])
+              },
+              (err: unknown) => {
+                for (const c of [write, reopen]) storeFailed.set(`${impl.label}|${c}`, errorText(err))
+              },
+            )
+          }
           if ((s.wants(TAB_LEADER) || s.wants(TAB_FOLLOWER) || s.wants(TAB_FAILOVER)) && !tabFailed.has(impl.label)) {
             // A library whose tabs fail loses those rows only.
             await tabRows(context, impl, round).catch((err: unknown) => tabFailed.set(impl.label, errorText(err)))
@@ -254,7 +282,7 @@ export async function run(s: SuiteRun): Promise<void> {
     for (const c of BROWSER_CASES) {
       if (!s.wants(c)) continue
       for (const impl of impls) {
-        const reason = failed.get(impl.label) ?? (tabCases.has(c) ? tabFailed.get(impl.label) : undefined)
+        const reason = failed.get(impl.label) ?? (tabCases.has(c) ? tabFailed.get(impl.label) : undefined) ?? storeFailed.get(`${impl.label}|${c}`)
         const values = samples.get(`${c}|${impl.label}`) ?? []
         const noFailover = c === TAB_FAILOVER ? failoverFailed.get(impl.label) : undefined
         if (reason !== undefined) s.mark({ case: c, path: impl.label, side: impl.side, unit: 'ms', status: 'failed', reason })
@@ -285,10 +313,14 @@ export async function run(s: SuiteRun): Promise<void> {
     s.ratio('browser: second tab / leading tab, PGlite', { case: TAB_FOLLOWER, path: ANCHOR }, { case: TAB_LEADER, path: ANCHOR })
     ratio('browser: second tab insert + select, pgwasm / PGlite', TAB_FOLLOWER)
     ratio('browser: failover wait, pgwasm / PGlite (pgwasm target <= 500 ms)', TAB_FAILOVER)
+    ratio('browser: durable opfs-ahp:// insert + select through a worker, pgwasm / PGlite', OPFS_WRITE)
+    ratio('browser: opfs-ahp:// reopen in a new worker, pgwasm / PGlite', OPFS_REOPEN)
+    s.ratio('browser: opfs-ahp:// / idb:// insert + select through a worker, pgwasm', { case: OPFS_WRITE, path: OURS }, { case: IDB_WORKER_WRITE, path: OURS })
     s.notes.push(
       `Chromium: ${browser.version()}. Each round is a new browser context (cold HTTP cache, empty IndexedDB) per library; the libraries alternate.`,
       "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating; each sample is one block of 20 insert + select ops divided by 20, since Chromium's timer has 0.1 ms resolution without cross-origin isolation (single-op samples read 0.2 vs 0.5 ms where blocks show ~0.16 vs ~0.5). A worker op costs two postMessage round trips, ~0.05-0.1 ms each in this Chromium even for an empty reply. The cross-origin isolated rows run the same in a page served with COOP/COEP headers, where pgwasm's PGliteWorker sends calls through shared memory (a round trip ~0.03-0.04 ms here against 0.09-0.17 ms by postMessage).",
       'Tab rows: two tabs of one browser context open the same idb:// database, each through its own PGliteWorker (each library its own). The first leads; the second forwards its calls to it. The failover row: the second tab calls select 1 one call after another while the first tab is closed; the sample is the longest time between two answered calls.',
+      "Store rows: each library's PGliteWorker in a new module worker on a new opfs-ahp:// (or idb://) database, insert + select by pk after as many unmeasured ops; the reopen row closes it and times a new worker's open and first answered query.",
       'PGlite is served as its own dist/ ES modules (it does not bundle for the browser without extra setup); pgwasm as a plain esbuild bundle with the engine inside.',
     )
   } catch (err) {
