@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import type { Server } from 'node:http'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { callPageApi, closeChromium, serveToChromium } from './fixtures/chromium.js'
+import { callPageApi, closeChromium, fileServer, serveToChromium } from './fixtures/chromium.js'
 
 /**
  * The PGlite app ecosystem in the browser: `@electric-sql/pglite-react`
@@ -49,14 +49,7 @@ beforeAll(async () => {
     '/repl': ['text/html', '<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/repl.js"></script>'],
     '/repl.js': ['text/javascript', readFileSync(join(out, 'repl.js'))],
   }
-  server = createServer((req, res) => {
-    const file = files[new URL(req.url ?? '/', 'http://127.0.0.1').pathname]
-    if (!file) {
-      res.writeHead(404).end()
-      return
-    }
-    res.writeHead(200, { 'content-type': file[0] }).end(file[1])
-  })
+  server = fileServer(files)
   const opened = await serveToChromium(server)
   origin = opened.origin
   context = opened.context

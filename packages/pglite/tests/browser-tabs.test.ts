@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import type { Server } from 'node:http'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -7,7 +7,7 @@ import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TabsApi } from './browser/tabs.js'
-import { callPageApi, closeChromium, serveToChromium } from './fixtures/chromium.js'
+import { callPageApi, closeChromium, fileServer, serveToChromium } from './fixtures/chromium.js'
 
 /**
  * Several tabs of one origin on one `idb://` database, in real headless
@@ -61,14 +61,7 @@ beforeAll(async () => {
     '/tabs.js': ['text/javascript', readFileSync(join(out, 'tabs.js'))],
     '/pg-worker.js': ['text/javascript', readFileSync(join(out, 'pg-worker.js'))],
   }
-  server = createServer((req, res) => {
-    const file = files[new URL(req.url ?? '/', 'http://127.0.0.1').pathname]
-    if (!file) {
-      res.writeHead(404).end()
-      return
-    }
-    res.writeHead(200, { 'content-type': file[0] }).end(file[1])
-  })
+  server = fileServer(files)
   ;({ origin, browser, context } = await serveToChromium(server))
 }, 120_000)
 
