@@ -38,7 +38,7 @@ describe('the dataDir argument', () => {
     expect(err).toBeInstanceOf(EngineError)
     expect(err).toMatchObject({ code: 'BAD_DATA_DIR' })
     expect((err as Error).message).toBe(
-      '`dataDir` `foo://bar` has the unknown scheme `foo://`; supported: a path or `file://<path>` (Node), `memory://`, `idb://<name>` (browser)',
+      '`dataDir` `foo://bar` has the unknown scheme `foo://`; supported: a path or `file://<path>` (Node), `memory://`, `idb://<name>` (browser), `opfs-ahp://<name>` (browser worker)',
     )
     expect(cwdEntries()).toEqual(before)
     expect(existsSync('foo:')).toBe(false)
@@ -57,7 +57,7 @@ describe('the dataDir argument', () => {
     const inOptions = await openError({ dataDir: 42 } as unknown as PGliteOptions)
     expect(positional).toBeInstanceOf(TypeError)
     expect((positional as Error).message).toBe(
-      '`dataDir` must be a string (a path, or a `file://`, `memory://` or `idb://` URL), got number 42',
+      '`dataDir` must be a string (a path, or a `file://`, `memory://`, `idb://` or `opfs-ahp://` URL), got number 42',
     )
     expect(inOptions).toBeInstanceOf(TypeError)
     expect((inOptions as Error).message).toBe((positional as Error).message)

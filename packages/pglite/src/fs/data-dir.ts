@@ -15,7 +15,7 @@ export type DataDirSpec =
  */
 export function parseDataDir(dataDir: unknown): DataDirSpec {
   if (dataDir !== undefined && typeof dataDir !== 'string') {
-    throw new TypeError(`\`dataDir\` must be a string (a path, or a \`file://\`, \`memory://\` or \`idb://\` URL), got ${describeValue(dataDir)}`)
+    throw new TypeError(`\`dataDir\` must be a string (a path, or a \`file://\`, \`memory://\`, \`idb://\` or \`opfs-ahp://\` URL), got ${describeValue(dataDir)}`)
   }
   if (!dataDir || dataDir.startsWith('memory://')) return { kind: 'memory' }
   if (dataDir.startsWith('idb://')) {
@@ -36,7 +36,7 @@ export function parseDataDir(dataDir: unknown): DataDirSpec {
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]+):\/\//.exec(dataDir)
   if (scheme && !dataDir.startsWith('file://')) {
     throw new EngineError(
-      `\`dataDir\` \`${dataDir}\` has the unknown scheme \`${scheme[1]}://\`; supported: a path or \`file://<path>\` (Node), \`memory://\`, \`idb://<name>\` (browser)`,
+      `\`dataDir\` \`${dataDir}\` has the unknown scheme \`${scheme[1]}://\`; supported: a path or \`file://<path>\` (Node), \`memory://\`, \`idb://<name>\` (browser), \`opfs-ahp://<name>\` (browser worker)`,
       { code: 'BAD_DATA_DIR' },
     )
   }
