@@ -7,7 +7,7 @@ export type {
   EngineLease,
   LeaseClient,
 } from './pglite.js'
-export type { PGliteOptions } from './options.js'
+export type { PGliteExtension, PGliteExtensionSetup, PGliteOptions } from './options.js'
 export type { SessionTimeouts } from './engine/backend.js'
 export type { DumpCompression, DataDirArchive } from './fs/dump.js'
 export type { ContribExtension } from './extensions/contrib.js'

@@ -6,16 +6,31 @@ import type { PGlite } from './pglite.js'
 import type { Parser, Serializer } from './types/index.js'
 
 /**
- * An add-on set up once the database is ready, as PGlite's `extensions`
- * (e.g. `live` from `@pgwasm/pglite/live`).
+ * An add-on, as PGlite's `extensions` (e.g. `live` from
+ * `@pgwasm/pglite/live`, or `vector` from `@electric-sql/pglite-pgvector`).
  */
 export interface PGliteExtension {
   name: string
   /**
-   * Called at the end of start-up. `namespaceObj` becomes `db[key]`; `close`
-   * runs first thing in `db.close()`, while queries still work.
+   * Called before the engine starts, as PGlite calls it: the instance is
+   * not ready yet, so it must not query here. A `bundlePath` it returns (a
+   * bundle built for this engine, as pgvector's package returns) is installed
+   * like a contrib module; `namespaceObj` becomes `db[key]` and `init` runs
+   * once the database is ready; `close` runs first thing in `db.close()`,
+   * while queries still work.
    */
-  setup(db: PGlite): Promise<{ namespaceObj?: unknown; close?: () => Promise<void> }>
+  setup(db: PGlite, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
+}
+
+/** What an add-on's `setup` returns (every part optional). */
+export interface PGliteExtensionSetup {
+  namespaceObj?: unknown
+  close?: () => Promise<void>
+  init?: () => Promise<void>
+  /** A bundle (`.tar.gz`) to install before Postgres starts: a path or `file:` URL in Node, a URL in the browser. */
+  bundlePath?: string | URL
+  /** Accepted for PGlite's add-ons and not used: the engine's module options are pgwasm's own. */
+  emscriptenOpts?: unknown
 }
 
 /** What `PGlite.create({ extensions })` adds to the instance: `db[key]` per extension. */

@@ -18,10 +18,10 @@ import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
-import { BASE_ARGS, IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteOptions } from './options.js'
+import { BASE_ARGS, IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteExtensionSetup, type PGliteOptions } from './options.js'
 import { fsDataDir } from './fs-compat/filesystem.js'
 import type { IdbPersistence } from './fs/idb-persistence.js'
-import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries } from './extensions/contrib.js'
+import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries, type ContribExtension } from './extensions/contrib.js'
 import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
 
@@ -284,7 +284,10 @@ export class PGlite implements AsyncDisposable {
     const assetsLoading = loadAssets({ assetBaseUrl: opts.assetBaseUrl })
     // Contrib side modules are instantiated before Postgres starts: such a
     // backend can neither come from nor leave a start-up snapshot.
-    const contrib = contribExtensions(opts.extensions)
+    // As PGlite does: add-ons are set up before the engine starts, and one
+    // that names a bundle (pgvector's package) is installed as a contrib module.
+    const addOns = await this.#setUpAddOns(opts.extensions)
+    const contrib = [...contribExtensions(opts.extensions), ...addOns.bundles]
     const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
     if (
       spec.kind === 'memory' &&
@@ -454,7 +457,23 @@ export class PGlite implements AsyncDisposable {
     const arrayTypes = this.#registerArrayTypes(runner, known)
     if (fresh && !known) rememberArrayTypes(assets, templateOptions, arrayTypes)
     this.#ready = true
-    if (opts.extensions) await this.#setupExtensions(opts.extensions)
+    if (addOns.ready.length > 0) await this.#attachAddOns(addOns.ready)
+  }
+
+  /** Calls every add-on's `setup` (the instance is not started yet); its bundle, if it names one, becomes a contrib module. */
+  async #setUpAddOns(
+    extensions: PGliteOptions['extensions'],
+  ): Promise<{ ready: [key: string, setup: PGliteExtensionSetup][]; bundles: ContribExtension[] }> {
+    const ready: [string, PGliteExtensionSetup][] = []
+    const bundles: ContribExtension[] = []
+    for (const [key, extension] of Object.entries(extensions ?? {})) {
+      if (isContribExtension(extension)) continue
+      if (key in this) throw new TypeError(`extension key \`${key}\` would hide a PGlite member`)
+      const setup = (await extension.setup(this, {}, false)) ?? {}
+      if (setup.bundlePath !== undefined) bundles.push({ name: extension.name, bundle: extension.name, bundlePath: setup.bundlePath })
+      ready.push([key, setup])
+    }
+    return { ready, bundles }
   }
 
   /** Makes `backend` the instance's engine, with a new query runner for it. */
@@ -529,15 +548,13 @@ export class PGlite implements AsyncDisposable {
     })
   }
 
-  /** Extensions query the ready instance; one that fails to set up fails the start. */
-  async #setupExtensions(extensions: NonNullable<PGliteOptions['extensions']>): Promise<void> {
+  /** The add-ons' namespaces and `init`s, on the ready instance; one that fails fails the start. */
+  async #attachAddOns(ready: readonly [key: string, setup: PGliteExtensionSetup][]): Promise<void> {
     try {
-      for (const [key, extension] of Object.entries(extensions)) {
-        if (isContribExtension(extension)) continue
-        if (key in this) throw new TypeError(`extension key \`${key}\` would hide a PGlite member`)
-        const { namespaceObj, close } = await extension.setup(this)
+      for (const [key, { namespaceObj, close, init }] of ready) {
         if (namespaceObj !== undefined) Object.defineProperty(this, key, { value: namespaceObj, enumerable: true })
         if (close) this.#extensionClosers.push(close)
+        await init?.()
       }
     } catch (err) {
       this.#ready = false

@@ -440,11 +440,9 @@ describe('contrib extensions and the instance', () => {
 })
 
 describe('pgvector, from the bundle @electric-sql/pglite-pgvector publishes', () => {
-  it('creates the extension, orders by <-> distance, and a query uses its HNSW index', async () => {
-    // The package's own extension object names its bundle (a file: URL beside its dist).
-    const published = (await import('@electric-sql/pglite-pgvector')).vector
-    const { bundlePath } = await published.setup(undefined as never, {})
-    const vector: ContribExtension = { name: 'vector', bundle: 'vector', bundlePath }
+  it('takes the package\'s own extension object as PGlite does; creates the extension, orders by <-> distance, and a query uses its HNSW index', async () => {
+    // Its setup names its bundle (a file: URL beside its dist), as PGlite's extension API has it.
+    const { vector } = await import('@electric-sql/pglite-pgvector')
     const pg = await PGlite.create({ extensions: { vector } })
     try {
       await pg.exec(`create extension vector; create table items (id int primary key, embedding vector(3))`)
@@ -457,5 +455,37 @@ describe('pgvector, from the bundle @electric-sql/pglite-pgvector publishes', ()
     } finally {
       await pg.close()
     }
+  })
+})
+
+describe('add-ons, with the lifecycle of PGlite extensions', () => {
+  it('calls setup before the engine starts, then sets the namespace and runs init on the ready instance, and close first at close()', async () => {
+    const events: string[] = []
+    const addOn = {
+      name: 'probe',
+      async setup(pg: PGlite) {
+        events.push(`setup ready=${pg.ready}`)
+        return {
+          namespaceObj: { hello: () => 'hi' },
+          init: async () => {
+            events.push(`init ${(await pg.query<{ n: number }>('select 1 as n')).rows[0]!.n}`)
+          },
+          close: async () => {
+            events.push(`close ${(await pg.query<{ n: number }>('select 2 as n')).rows[0]!.n}`)
+          },
+        }
+      },
+    }
+    const pg = await PGlite.create({ extensions: { probe: addOn } })
+    expect(pg.probe.hello()).toBe('hi')
+    await pg.close()
+    expect(events).toEqual(['setup ready=false', 'init 1', 'close 2'])
+  })
+
+  it('rejects create() when a setup throws, or when its key would hide a PGlite member', async () => {
+    const failing = { name: 'bad', setup: () => Promise.reject(new Error('no setup for you')) }
+    await expect(PGlite.create({ extensions: { bad: failing } })).rejects.toThrow('no setup for you')
+    const hiding = { name: 'query', setup: async () => ({ namespaceObj: {} }) }
+    await expect(PGlite.create({ extensions: { query: hiding } })).rejects.toThrow(TypeError)
   })
 })
