@@ -244,7 +244,8 @@ const api = {
   /** Writes through a module worker on idb://, reads back, and returns a failing query's error as the page sees it. */
   /** An opfs-ahp:// database in a module worker: writes, then the rows as a new worker reads them. */
   async opfsViaWorker(name: string, values: string[]) {
-    const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}` })
+    // Terminated at close: each worker of these rows holds a whole database in memory.
+    const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}`, terminateOnClose: true })
     await pg.exec('create table if not exists w (id serial primary key, v text not null)')
     for (const v of values) await pg.query('insert into w (v) values ($1)', [v])
     const { rows } = await pg.query<{ v: string }>('select v from w order by id')
@@ -254,7 +255,7 @@ const api = {
 
   /** Writes past a generation's size limit so that the next flush starts a new generation; what a new worker then reads, and the files left. */
   async opfsCompact(name: string) {
-    const open = () => PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}` })
+    const open = () => PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}`, terminateOnClose: true })
     const pg = await open()
     await pg.exec("create table big (id int primary key, pad text); insert into big select g, repeat('x', 1000) from generate_series(1, 70000) g")
     await pg.query('insert into big values (0, $1)', ['after'])
