@@ -253,22 +253,6 @@ const api = {
     return rows.map((r) => r.v)
   },
 
-  /** Writes past a generation's size limit so that the next flush starts a new generation; what a new worker then reads, and the files left. */
-  async opfsCompact(name: string) {
-    const open = () => PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}`, terminateOnClose: true })
-    const pg = await open()
-    await pg.exec("create table big (id int primary key, pad text); insert into big select g, repeat('x', 1000) from generate_series(1, 70000) g")
-    await pg.query('insert into big values (0, $1)', ['after'])
-    await pg.close()
-    const again = await open()
-    const { rows } = await again.query<{ n: number; last: string }>("select count(*)::int as n, max(pad) filter (where id = 0) as last from big")
-    await again.close()
-    const dir = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('pgwasm')).getDirectoryHandle(encodeURIComponent(name))
-    const files: string[] = []
-    for await (const key of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) files.push(key)
-    return { ...rows[0]!, files: files.sort() }
-  },
-
   /** Appends bytes to the newest generation file of opfs-ahp://<name>, as a write a crash tore would leave them. */
   async opfsTear(name: string, bytes: number[]) {
     const root = await (await navigator.storage.getDirectory()).getDirectoryHandle('pgwasm')
