@@ -20,5 +20,5 @@
 export { PGliteWorker } from './worker/client.js'
 export { worker } from './worker/host.js'
 export type { WorkerOptions } from './worker/host.js'
-export type { PGliteWorkerOptions, PGliteWorkerInitOptions } from './worker/options.js'
+export type { PGliteWorkerOptions, PGliteWorkerInitOptions, PGliteWorkerExtension, WorkerExtensionNamespaces } from './worker/options.js'
 export type { WorkerLike, WebWorkerLike, NodeWorkerLike } from './worker/port.js'

@@ -30,7 +30,7 @@ beforeAll(async () => {
   if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
   out = mkdtempSync(join(tmpdir(), 'pgwasm-react-'))
   await build({
-    entryPoints: [join(here, 'browser', 'react.tsx'), join(here, 'browser', 'repl.tsx')],
+    entryPoints: ['react.tsx', 'repl.tsx', 'react-tabs.tsx', 'pg-worker.ts'].map((entry) => join(here, 'browser', entry)),
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -48,6 +48,9 @@ beforeAll(async () => {
     '/react.js': ['text/javascript', readFileSync(join(out, 'react.js'))],
     '/repl': ['text/html', '<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/repl.js"></script>'],
     '/repl.js': ['text/javascript', readFileSync(join(out, 'repl.js'))],
+    '/react-tabs': ['text/html', '<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/react-tabs.js"></script>'],
+    '/react-tabs.js': ['text/javascript', readFileSync(join(out, 'react-tabs.js'))],
+    '/pg-worker.js': ['text/javascript', readFileSync(join(out, 'pg-worker.js'))],
   }
   server = fileServer(files)
   const opened = await serveToChromium(server)
@@ -99,6 +102,39 @@ describe('@electric-sql/pglite-react on @pgwasm/pglite', () => {
     await page.click('#add')
     await eventually(() => items('all'), ['milk', 'rye bread', 'clicked'])
     await eventually(() => page.locator('#count').textContent(), '3')
+  })
+})
+
+describe('@electric-sql/pglite-react on a PGliteWorker shared by two tabs', () => {
+  it('re-renders each tab on the other tab\'s writes, through the leader and from it', { timeout: 90_000 }, async () => {
+    const db = `react-tabs-${Date.now()}`
+    const open = async (): Promise<Page> => {
+      const tab = await context.newPage()
+      const errors: string[] = []
+      tab.on('pageerror', (err) => errors.push(err.message))
+      await tab.goto(`${origin}/react-tabs?db=${db}`)
+      await tab.waitForFunction(() => 'pgwasmReactTabs' in globalThis, undefined, { timeout: 30_000 }).catch((err: unknown) => {
+        throw new Error(`the React tabs page did not load: ${errors.join('; ') || String(err)}`)
+      })
+      return tab
+    }
+    const leader = await open()
+    const follower = await open()
+    expect(await callPageApi(leader, 'pgwasmReactTabs', 'isLeader', [])).toBe(true)
+    expect(await callPageApi(follower, 'pgwasmReactTabs', 'isLeader', [])).toBe(false)
+    const list = (tab: Page) => (): Promise<string[]> => tab.locator('#all li').allTextContents()
+    for (const tab of [leader, follower]) await eventually(() => tab.locator('#count').textContent(), '0')
+    // A follower's write re-renders the leading tab, and the other way round.
+    await callPageApi(follower, 'pgwasmReactTabs', 'exec', ["insert into todo (title) values ('from the follower')"])
+    await eventually(list(leader), ['from the follower'])
+    await callPageApi(leader, 'pgwasmReactTabs', 'exec', ["insert into todo (title) values ('from the leader')"])
+    await eventually(list(follower), ['from the follower', 'from the leader'])
+    // A click in one tab (usePGlite's instance) shows in the other.
+    await follower.click('#add')
+    await eventually(list(leader), ['from the follower', 'from the leader', 'clicked'])
+    await eventually(() => leader.locator('#count').textContent(), '3')
+    await leader.close()
+    await follower.close()
   })
 })
 

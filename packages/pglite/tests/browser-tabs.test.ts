@@ -40,6 +40,21 @@ async function openTab(name: string): Promise<{ page: Page; leads: boolean }> {
   return { page, leads: await call(page, 'open', name) }
 }
 
+/** Waits until the live query `key` of every page in `pages` shows `expected`. */
+async function allShow(pages: readonly Page[], key: string, expected: unknown[], what: string): Promise<void> {
+  await within(
+    (async () => {
+      for (;;) {
+        const shown = await Promise.all(pages.map((page) => call(page, 'shown', key)))
+        if (shown.every((rows) => JSON.stringify(rows) === JSON.stringify(expected))) return
+        await new Promise((r) => setTimeout(r, 20))
+      }
+    })(),
+    10_000,
+    what,
+  )
+}
+
 /** Resolves with `promise` or fails after `ms`: a call that never settles is the bug these tests look for. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not settle in ${ms} ms`)), ms))])
@@ -97,6 +112,15 @@ describe('several tabs on one idb:// database', () => {
     )
     expect(await call(c, 'heard')).toEqual(['from b'])
     expect(await call(a, 'heard')).toEqual(['from b'])
+    // A live query in every tab follows every tab's writes.
+    for (const page of [a, b, c]) await call(page, 'liveQuery', 'big', 'select v from shared_rows where v >= 10 order by v')
+    await allShow([a, b, c], 'big', [{ v: 10 }], 'the live queries\' first results')
+    await call(c, 'query', 'insert into shared_rows values ($1)', [20])
+    await allShow([a, b, c], 'big', [{ v: 10 }, { v: 20 }], 'a follower\'s insert in every tab')
+    await call(a, 'exec', 'update shared_rows set v = 30 where v = 20')
+    await allShow([a, b, c], 'big', [{ v: 10 }, { v: 30 }], 'the leader\'s update in every tab')
+    expect(await call(c, 'transaction', 40, true)).toBe('committed')
+    await allShow([a, b, c], 'big', [{ v: 10 }, { v: 30 }, { v: 40 }], 'a follower\'s transaction in every tab')
     for (const page of [a, b, c]) await page.close()
   })
 
@@ -107,6 +131,8 @@ describe('several tabs on one idb:// database', () => {
     const third = await openTab(name)
     expect([leader.leads, follower.leads, third.leads]).toEqual([true, false, false])
     await call(follower.page, 'exec', 'create table shared_rows (v int primary key)')
+    for (const tab of [leader, follower, third]) await call(tab.page, 'liveQuery', 'count', 'select count(*)::int as n from shared_rows')
+    await call(third.page, 'listen', 'after')
     await call(follower.page, 'startInserts', 1, 300)
     // Let some inserts through, then close the leading tab under them.
     await within(
@@ -134,6 +160,21 @@ describe('several tabs on one idb:// database', () => {
     const rows = (await call(third.page, 'query', 'select v from shared_rows order by v')) as { v: number }[]
     const stored = new Set(rows.map((r) => r.v))
     for (const v of acked) expect(stored.has(v), `acknowledged insert ${v}`).toBe(true)
+    // The remaining tabs' live queries and listens carry on in the new leader's session.
+    await allShow([follower.page, third.page], 'count', [{ n: rows.length }], 'the live counts after the failover')
+    // The dead session's temporary triggers may linger until the new session's
+    // first temporary object clears them: make one, so only new triggers count.
+    await call(third.page, 'exec', 'create temp table after_failover (x int)')
+    await call(newLeader === follower.page ? third.page : follower.page, 'query', 'insert into shared_rows values ($1)', [1000])
+    await allShow([follower.page, third.page], 'count', [{ n: rows.length + 1 }], 'a live count after a write in the new session')
+    await call(follower.page, 'exec', "notify after, 'new session'")
+    await within(
+      (async () => {
+        while (!(await call(third.page, 'heard')).includes('new session')) await new Promise((r) => setTimeout(r, 20))
+      })(),
+      10_000,
+      'a notification in the new session',
+    )
     await follower.page.close()
     await third.page.close()
   })

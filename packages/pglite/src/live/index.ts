@@ -15,9 +15,8 @@
  *
  * @packageDocumentation
  */
-import type { PGlite } from '../pglite.js'
 import { createLive } from './namespace.js'
-import type { LiveNamespace } from './types.js'
+import type { LiveDb, LiveNamespace } from './types.js'
 
 export { createLive } from './namespace.js'
 export { LiveEndedError } from './subscription.js'
@@ -30,6 +29,7 @@ export type {
   ChangeUpdate,
   LiveChanges,
   LiveChangesOptions,
+  LiveDb,
   LiveHandle,
   LiveIncrementalQueryOptions,
   LiveNamespace,
@@ -46,15 +46,16 @@ export type { PGliteExtension } from '../options.js'
 /**
  * The live extension: `PGlite.create({ extensions: { live } })` gives
  * `db.live`, and `db.close()` ends its queries and drops their triggers
- * first. Without the option, `(await live.setup(db)).namespaceObj` or
+ * first. `PGliteWorker.create(worker, { extensions: { live } })` gives the
+ * same on the page, for a database in a worker or shared by several tabs. Without the option, `(await live.setup(db)).namespaceObj` or
  * {@link createLive} do the same for an open database.
  */
 export const live: {
   readonly name: string
-  setup(db: PGlite): Promise<{ namespaceObj: LiveNamespace; close: () => Promise<void> }>
+  setup(db: LiveDb): Promise<{ namespaceObj: LiveNamespace; close: () => Promise<void> }>
 } = {
   name: 'live',
-  async setup(db: PGlite) {
+  async setup(db: LiveDb) {
     const handle = createLive(db)
     return { namespaceObj: handle, close: () => handle.close() }
   },

@@ -1,4 +1,4 @@
-import type { PGlite } from '../pglite.js'
+import type { LiveDb } from './types.js'
 import type { ChangeRow } from './diff.js'
 import { ChangesLiveQuery, IncrementalLiveQuery } from './keyed.js'
 import { PlainLiveQuery, type LiveWindow } from './query.js'
@@ -43,14 +43,14 @@ async function bindSignal<R>(signal: AbortSignal | undefined, subscription: Subs
 }
 
 class LiveNamespaceImpl implements LiveHandle, LiveContext {
-  readonly db: PGlite
+  readonly db: LiveDb
   readonly watch: TableWatch
   readonly report: (error: unknown) => void
   readonly #active = new Set<{ end(): Promise<void> }>()
   #closed = false
   #closing: Promise<void> | undefined
 
-  constructor(db: PGlite, options: LiveOptions) {
+  constructor(db: LiveDb, options: LiveOptions) {
     this.db = db
     this.watch = tableWatchOf(db)
     this.report = options.onError ?? defaultReport
@@ -198,6 +198,6 @@ class LiveNamespaceImpl implements LiveHandle, LiveContext {
  * await lq.close()
  * ```
  */
-export function createLive(db: PGlite, options: LiveOptions = {}): LiveHandle {
+export function createLive(db: LiveDb, options: LiveOptions = {}): LiveHandle {
   return new LiveNamespaceImpl(db, options)
 }

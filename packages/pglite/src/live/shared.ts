@@ -1,8 +1,8 @@
-import type { PGlite } from '../pglite.js'
+import type { LiveDb } from './types.js'
 import type { Results } from '../query/results.js'
 
 /** Queries asked for in the current microtask wave, by database and SQL + parameters. */
-const waves = new WeakMap<PGlite, Map<string, Promise<Results<unknown>>>>()
+const waves = new WeakMap<LiveDb, Map<string, Promise<Results<unknown>>>>()
 
 /**
  * Runs `sql` once for every live query asking for it (same parameters) in
@@ -16,7 +16,7 @@ const waves = new WeakMap<PGlite, Map<string, Promise<Results<unknown>>>>()
  * Each sharer gets its own `rows` array; the row objects are shared, as they
  * are among a live query's callbacks.
  */
-export function sharedQuery<T>(db: PGlite, sql: string, params: readonly unknown[]): Promise<Results<T>> {
+export function sharedQuery<T>(db: LiveDb, sql: string, params: readonly unknown[]): Promise<Results<T>> {
   const key = queryKey(sql, params)
   if (key === undefined) return db.query<T>(sql, params)
   let wave = waves.get(db)

@@ -1,10 +1,10 @@
-import type { PGlite } from '../pglite.js'
+import type { LiveDb } from './types.js'
 import { tablesOf } from './tables.js'
 import type { TableWatch, TableWatcher } from './triggers.js'
 
 /** What a live query needs from the namespace that made it. */
 export interface LiveContext {
-  readonly db: PGlite
+  readonly db: LiveDb
   readonly watch: TableWatch
   /** Errors nobody awaits. */
   report(error: unknown): void

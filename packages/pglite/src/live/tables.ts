@@ -1,4 +1,4 @@
-import type { PGlite } from '../pglite.js'
+import type { LiveDb } from './types.js'
 
 /** A relation a plan reads, as EXPLAIN names it. */
 interface PlanRelation {
@@ -17,7 +17,7 @@ interface PlanRelation {
  * Tables read only inside functions the planner does not inline are not
  * seen (as with PGlite's view-based discovery).
  */
-export async function tablesOf(db: PGlite, sql: string, params: readonly unknown[]): Promise<number[]> {
+export async function tablesOf(db: LiveDb, sql: string, params: readonly unknown[]): Promise<number[]> {
   // VERBOSE adds "Schema"; without it the name alone could be a temp table's shadow.
   const { rows } = await db.query<[unknown]>(`EXPLAIN (VERBOSE, FORMAT JSON) ${sql}`, params, { rowMode: 'array' })
   const found = new Map<string, PlanRelation>()

@@ -1,8 +1,8 @@
-import type { PGlite } from '../pglite.js'
+import type { LiveDb } from './types.js'
 
 /** The NOTIFY channel of every watched table; the payload is the table's OID. */
 export const LIVE_CHANNEL = 'pgwasm_live'
-/** The statement trigger's name on each watched table. */
+/** The statement trigger's name on each watched table (a `PGliteWorker`'s adds a tag per page: `pgwasm_live_notify_<hex>`). */
 export const LIVE_TRIGGER = 'pgwasm_live_notify'
 /**
  * The trigger function. In pg_temp so that nothing outlives the session:
@@ -24,7 +24,9 @@ export interface TableWatcher {
  * coalescing of a transaction's writes.
  */
 export class TableWatch {
-  readonly #db: PGlite
+  readonly #db: LiveDb
+  /** This watch's trigger and function names: {@link LIVE_TRIGGER} and {@link LIVE_FUNCTION}, tagged on a shared session. */
+  readonly #names: WatchNames
   readonly #watchers = new Map<number, Set<TableWatcher>>()
   /** Tables whose trigger exists (as of the last DDL that ran). */
   readonly #installed = new Set<number>()
@@ -32,8 +34,33 @@ export class TableWatch {
   /** DDL runs one batch at a time, each bringing the database to the wanted set. */
   #sync: Promise<void> = Promise.resolve()
 
-  constructor(db: PGlite) {
+  constructor(db: LiveDb) {
     this.#db = db
+    // A worker's session may be shared with other tabs, each with a watch of
+    // its own: names of their own keep one tab's DROP from taking another's
+    // triggers. A new leader is a new session: install everything again.
+    if (db.onLeaderChange) {
+      this.#names = watchNames(`_${randomTag()}`)
+      db.onLeaderChange(this.#sessionReplaced)
+    } else {
+      this.#names = watchNames('')
+    }
+  }
+
+  /** This watch's trigger name; for tests and diagnostics. */
+  get triggerName(): string {
+    return this.#names.trigger
+  }
+
+  readonly #sessionReplaced = (): void => {
+    this.#installed.clear()
+    // The page re-LISTENs its channels on the new leader by itself; the
+    // writes made while no trigger existed are caught by refreshing everyone.
+    void this.#reconcile()
+      .catch(() => {})
+      .then(() => {
+        for (const set of [...this.#watchers.values()]) for (const watcher of set) watcher.tableChanged()
+      })
   }
 
   /** Tables with a trigger now; for tests and diagnostics. */
@@ -93,7 +120,7 @@ export class TableWatch {
     // LISTEN before any trigger exists, so no commit after it goes unseen.
     if (!empty && !this.#unlisten) this.#unlisten = await db.listen(LIVE_CHANNEL, this.#onNotify)
     if (add.length > 0 || drop.length > 0) {
-      await db.exec(ddl(add, drop, empty))
+      await db.exec(ddl(this.#names, add, drop, empty))
       for (const oid of add) this.#installed.add(oid)
       for (const oid of drop) this.#installed.delete(oid)
     }
@@ -105,12 +132,28 @@ export class TableWatch {
   }
 }
 
+interface WatchNames {
+  readonly trigger: string
+  /** Qualified and called: `pg_temp.name()`. */
+  readonly fn: string
+}
+
+function watchNames(tag: string): WatchNames {
+  return { trigger: `${LIVE_TRIGGER}${tag}`, fn: `pg_temp.${LIVE_TRIGGER}${tag}()` }
+}
+
+/** 12 hex digits: safe in an identifier, and unlikely to meet another tab's. */
+function randomTag(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(6))
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
 /** One implicit transaction: all of it applies or none. */
-function ddl(add: readonly number[], drop: readonly number[], empty: boolean): string {
+function ddl(names: WatchNames, add: readonly number[], drop: readonly number[], empty: boolean): string {
   const parts: string[] = []
   if (add.length > 0) {
     // Re-created on every addition: a DISCARD TEMP may have dropped it (and its triggers).
-    parts.push(`CREATE OR REPLACE FUNCTION ${LIVE_FUNCTION} RETURNS trigger LANGUAGE plpgsql AS $pgwasm_live$
+    parts.push(`CREATE OR REPLACE FUNCTION ${names.fn} RETURNS trigger LANGUAGE plpgsql AS $pgwasm_live$
 BEGIN
   PERFORM pg_catalog.pg_notify('${LIVE_CHANNEL}', TG_RELID::text);
   RETURN NULL;
@@ -119,15 +162,15 @@ $pgwasm_live$`)
     parts.push(
       forEachTable(
         add,
-        `CREATE OR REPLACE TRIGGER ${LIVE_TRIGGER} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION ${LIVE_FUNCTION}`,
+        `CREATE OR REPLACE TRIGGER ${names.trigger} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION ${names.fn}`,
       ),
     )
   }
   if (empty) {
     // Takes every trigger with it, also of tables renamed or moved since.
-    parts.push(`DROP FUNCTION IF EXISTS ${LIVE_FUNCTION} CASCADE`)
+    parts.push(`DROP FUNCTION IF EXISTS ${names.fn} CASCADE`)
   } else if (drop.length > 0) {
-    parts.push(forEachTable(drop, `DROP TRIGGER IF EXISTS ${LIVE_TRIGGER} ON %s`))
+    parts.push(forEachTable(drop, `DROP TRIGGER IF EXISTS ${names.trigger} ON %s`))
   }
   return parts.join(';\n')
 }
@@ -148,10 +191,10 @@ END
 $pgwasm_live$`
 }
 
-const watches = new WeakMap<PGlite, TableWatch>()
+const watches = new WeakMap<LiveDb, TableWatch>()
 
 /** The one {@link TableWatch} of `db`, shared by every live namespace on it (the trigger names are per table). */
-export function tableWatchOf(db: PGlite): TableWatch {
+export function tableWatchOf(db: LiveDb): TableWatch {
   let watch = watches.get(db)
   if (!watch) watches.set(db, (watch = new TableWatch(db)))
   return watch

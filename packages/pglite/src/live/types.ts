@@ -1,5 +1,6 @@
 import type { PGlite } from '../pglite.js'
-import type { Results } from '../query/results.js'
+import type { ChannelListener } from '../notify.js'
+import type { QueryOptions, Results } from '../query/results.js'
 
 /** A result row as `query()` returns it by default. */
 export type Row = Record<string, unknown>
@@ -162,6 +163,24 @@ export interface LiveOptions {
    * @default console.error
    */
   onError?: (error: unknown) => void
+}
+
+/**
+ * What live queries need of a database: a `PGlite`, or a `PGliteWorker`
+ * (whose database may be shared with other tabs, hence `onLeaderChange`).
+ */
+export interface LiveDb {
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>>
+  exec(sql: string, options?: QueryOptions): Promise<Results[]>
+  listen(channel: string, callback: ChannelListener): Promise<() => Promise<void>>
+  readonly ready: boolean
+  readonly closed: boolean
+  /**
+   * Present on a `PGliteWorker`: called when another tab's worker (or this
+   * one's) starts running the database, in a new session without this
+   * page's temporary triggers.
+   */
+  onLeaderChange?(callback: () => void): () => void
 }
 
 /** A database created with `extensions: { live }`. */

@@ -10,7 +10,7 @@ import type { DescribeQueryResult, Notice, QueryOptions, Results } from '../quer
 import { query as templateQuery } from '../query/template.js'
 import { defaultParsers, defaultSerializers } from '../types/index.js'
 import { PendingCalls } from './calls.js'
-import { toInitOptions, toWireQueryOptions, type PGliteWorkerOptions } from './options.js'
+import { toInitOptions, toWireQueryOptions, type PGliteWorkerExtension, type PGliteWorkerOptions, type WorkerExtensionNamespaces } from './options.js'
 import { openChannel, type Channel, type Death, type WorkerLike } from './port.js'
 import { PageLane, withPageLane } from './shared-lane.js'
 import { ownsBuffer } from './transfer.js'
@@ -48,6 +48,8 @@ export class PGliteWorker implements AsyncDisposable {
   #ready = false
   #isLeader = true
   readonly #leaderListeners = new Set<() => void>()
+  /** The page add-ons' `close`s, run first thing in `close()`. */
+  readonly #extensionClosers: (() => Promise<void>)[] = []
   #closing = false
   #closed = false
   #closeReason = ''
@@ -56,10 +58,11 @@ export class PGliteWorker implements AsyncDisposable {
   /**
    * Starts the worker's database with `options` (sent to its `init`).
    * @param worker a browser `Worker` or a `worker_threads` `Worker` whose script calls `worker({ init })`.
-   * @throws {TypeError} when `options` holds functions (`parsers`, `serializers`, `extensions`).
+   * @throws {TypeError} when `options` holds `parsers` or `serializers` (functions cannot cross), or an `extensions` entry that must load in the worker.
    */
   constructor(worker: WorkerLike, options: PGliteWorkerOptions = {}) {
     const initOptions = toInitOptions(options)
+    const extensions = pageExtensions(options.extensions)
     this.debug = options.debug ?? 0
     this.#terminateOnClose = options.terminateOnClose ?? false
     this.#channel = withPageLane(openChannel(worker))
@@ -68,9 +71,10 @@ export class PGliteWorker implements AsyncDisposable {
     const init: Request = { op: 'init', id: this.#calls.nextId(), options: initOptions }
     this.#initRequest = init
     this.waitReady = this.#calls.send(init, undefined, undefined).then(
-      () => {
+      async () => {
         this.#initRequest = undefined
         this.#ready = true
+        if (extensions.length > 0) await this.#attachExtensions(extensions)
       },
       (err: unknown) => {
         this.#initRequest = undefined
@@ -86,10 +90,32 @@ export class PGliteWorker implements AsyncDisposable {
    * Creates a `PGliteWorker` and waits until its database is ready.
    * @throws what the worker's `init` threw, as the same class.
    */
-  static async create(worker: WorkerLike, options?: PGliteWorkerOptions): Promise<PGliteWorker> {
+  static async create<O extends PGliteWorkerOptions>(worker: WorkerLike, options?: O): Promise<PGliteWorker & WorkerExtensionNamespaces<O['extensions']>> {
     const pg = new PGliteWorker(worker, options)
     await pg.waitReady
-    return pg
+    // The namespaces were attached under the keys the option type names.
+    return pg as PGliteWorker & WorkerExtensionNamespaces<O['extensions']>
+  }
+
+  /** Each add-on's `setup` on this page, then its namespace as `this[key]` and its `init`; one that fails closes the worker's database. */
+  async #attachExtensions(extensions: readonly [key: string, extension: PGliteWorkerExtension][]): Promise<void> {
+    try {
+      for (const [key, extension] of extensions) {
+        const { namespaceObj, init, close, bundlePath } = (await extension.setup(this, {}, true)) ?? {}
+        if (bundlePath !== undefined) {
+          throw new TypeError(`extension \`${key}\` brings an engine bundle: load it in the worker's \`init\` (\`PGlite.create({ extensions })\`), not on the page`)
+        }
+        if (namespaceObj !== undefined) Object.defineProperty(this, key, { value: namespaceObj, enumerable: true })
+        if (close) this.#extensionClosers.push(close)
+        await init?.()
+      }
+    } catch (err) {
+      // Not close(): that waits for waitReady, which is this.
+      await this.#calls.send({ op: 'close', id: this.#calls.nextId() }, undefined, undefined).catch(() => {})
+      this.#shutDown('an extension failed to start')
+      if (this.#terminateOnClose) await this.#channel.terminate()
+      throw err
+    }
   }
 
   /** True once the database is ready and until `close()` begins or the worker dies. */
@@ -131,9 +157,12 @@ export class PGliteWorker implements AsyncDisposable {
   }
 
   /**
-   * Calls `callback` when this page's worker starts or stops leading (the
-   * leading tab went away and this one took over). Returns a function that
-   * removes it.
+   * Calls `callback` each time a tab starts leading after the one before it
+   * went away, in every tab sharing the database (read {@link isLeader} to
+   * know whether it is this one), as `@electric-sql/pglite/worker` does. The
+   * database then runs in a new session: this page's `listen` channels are
+   * listened to again before the callbacks run, and live queries install
+   * their triggers again. Returns a function that removes it.
    */
   onLeaderChange(callback: () => void): () => void {
     this.#leaderListeners.add(callback)
@@ -291,8 +320,22 @@ export class PGliteWorker implements AsyncDisposable {
    * {@link ClosedError}.
    */
   close(): Promise<void> {
-    this.#closePromise ??= this.#close()
+    this.#closePromise ??= this.#extensionClosers.length > 0 ? this.#closeWithExtensions() : this.#close()
     return this.#closePromise
+  }
+
+  /** Add-ons clean up first, while queries still run; one that fails does not keep the database open. */
+  async #closeWithExtensions(): Promise<void> {
+    let failure: { error: unknown } | undefined
+    for (const close of this.#extensionClosers.splice(0).reverse()) {
+      try {
+        await close()
+      } catch (error) {
+        failure ??= { error }
+      }
+    }
+    await this.#close()
+    if (failure) throw failure.error
   }
 
   async #close(): Promise<void> {
@@ -382,16 +425,25 @@ export class PGliteWorker implements AsyncDisposable {
         if (this.#initRequest) this.#channel.post(this.#initRequest)
         return
       case 'leader':
-        if (reply.isLeader === this.#isLeader) return
         this.#isLeader = reply.isLeader
-        for (const listener of [...this.#leaderListeners]) {
-          try {
-            listener()
-          } catch {
-            // A listener's error is its own; the others still hear of the change.
-          }
-        }
+        if (reply.moved) this.#leaderMoved()
         return
+    }
+  }
+
+  /** A new session runs the database: LISTEN again, then tell the listeners. */
+  #leaderMoved(): void {
+    if (this.#closing || this.#closed) return
+    for (const channel of this.#notify.channels) {
+      // A failure here is the new leader going too; the next move listens again.
+      this.#call({ op: 'listen', id: this.#calls.nextId(), tx: NO_TRANSACTION, channel }).catch(() => {})
+    }
+    for (const listener of [...this.#leaderListeners]) {
+      try {
+        listener()
+      } catch {
+        // A listener's error is its own; the others still hear of the change.
+      }
     }
   }
 
@@ -418,4 +470,21 @@ export class PGliteWorker implements AsyncDisposable {
   #closedError(): ClosedError {
     return new ClosedError(this.#closed ? `the PGliteWorker is closed: ${this.#closeReason}` : 'the PGliteWorker is closing')
   }
+}
+
+/**
+ * The add-ons that run on the page, in order.
+ * @throws {TypeError} for one that cannot: a contrib module or anything without `setup`.
+ */
+function pageExtensions(extensions: PGliteWorkerOptions['extensions']): [key: string, extension: PGliteWorkerExtension][] {
+  const entries = Object.entries(extensions ?? {})
+  for (const [key, extension] of entries) {
+    if (key in PGliteWorker.prototype) throw new TypeError(`extension key \`${key}\` would hide a PGliteWorker member`)
+    if (typeof extension !== 'object' || extension === null || typeof (extension as { setup?: unknown }).setup !== 'function') {
+      throw new TypeError(
+        `extension \`${key}\` cannot run on the page (contrib modules and other engine bundles load in the worker's \`init\`: \`PGlite.create({ extensions })\`)`,
+      )
+    }
+  }
+  return entries
 }

@@ -120,7 +120,7 @@ class WorkerHost {
     this.#starting ??= name === undefined ? this.#start(request.options) : this.#join(name, request.options)
     try {
       await this.#starting
-      if (this.#tabs) this.#channel.post({ kind: 'leader', isLeader: this.#tabs.isLeader } satisfies Reply)
+      if (this.#tabs) this.#channel.post({ kind: 'leader', isLeader: this.#tabs.isLeader, moved: false } satisfies Reply)
       this.#reply({ kind: 'ok', id: request.id, value: undefined })
     } catch (err) {
       this.#replyError(request.id, err, undefined)
@@ -162,7 +162,7 @@ class WorkerHost {
         return () => void guest.leave()
       },
       toPage: (reply) => this.#channel.post(reply),
-      leaderChanged: (isLeader) => this.#channel.post({ kind: 'leader', isLeader } satisfies Reply),
+      leaderChanged: (isLeader) => this.#channel.post({ kind: 'leader', isLeader, moved: true } satisfies Reply),
       serveOwn: (request) => this.#onMessage(request),
     })
     this.#tabs = tabs

@@ -1,10 +1,12 @@
-import type { PGliteOptions } from '../options.js'
+import type { PGliteExtensionSetup, PGliteOptions } from '../options.js'
+import type { PGliteWorker } from './client.js'
 import type { Notice, QueryOptions } from '../query/results.js'
 
 /**
  * What the page's options become in the worker: the argument of `init`.
- * Only structured-cloneable options cross, so everything function-valued
- * (`parsers`, `serializers`, `extensions`) is set up inside `init` instead.
+ * Only structured-cloneable options cross, so `parsers` and `serializers`
+ * are set up inside `init` instead, and engine add-ons (contrib modules,
+ * pgvector) too; page add-ons (`live`) stay on the page.
  */
 export interface PGliteWorkerInitOptions
   extends Omit<PGliteOptions, 'parsers' | 'serializers' | 'extensions' | 'loadDataTree' | 'cloneOf'> {
@@ -14,8 +16,33 @@ export interface PGliteWorkerInitOptions
   id?: string
 }
 
+/**
+ * An add-on that runs on the page, over the worker's database, as
+ * `@electric-sql/pglite/worker` runs one (`setup(pg, {}, true)`): `live`
+ * from `@pgwasm/pglite/live`. Add-ons that bring an engine bundle (contrib
+ * modules, pgvector) load in the worker's `init` instead.
+ */
+export interface PGliteWorkerExtension {
+  name: string
+  setup(db: PGliteWorker, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
+}
+
+/** What `PGliteWorker.create(worker, { extensions })` adds to the page's instance: `pg[key]` per add-on. */
+export type WorkerExtensionNamespaces<E> =
+  E extends Record<string, PGliteWorkerExtension>
+    ? string extends keyof E
+      ? unknown
+      : { readonly [K in keyof E]: E[K] extends { setup(...args: never[]): Promise<{ namespaceObj?: infer N }> } ? N : never }
+    : unknown
+
 /** Options of `new PGliteWorker(worker, options)`: the `init` options plus how the page treats the worker. */
 export interface PGliteWorkerOptions extends PGliteWorkerInitOptions {
+  /**
+   * Add-ons set up on the page once the worker's database is ready, each
+   * becoming `pg[key]`: `{ live }` gives `pg.live`, whose queries follow
+   * writes from every tab sharing the database.
+   */
+  extensions?: Record<string, PGliteWorkerExtension>
   /**
    * Whether `close()` also terminates the worker (after the database closed
    * cleanly), as `@electric-sql/pglite`'s `PGliteWorker` always does. Off by
@@ -35,7 +62,7 @@ export interface WireQueryOptions {
   wantsNotices?: boolean
 }
 
-const FUNCTION_OPTIONS = ['parsers', 'serializers', 'extensions'] as const
+const FUNCTION_OPTIONS = ['parsers', 'serializers'] as const
 
 /**
  * The part of the page's options that goes to `init`.
@@ -47,7 +74,7 @@ export function toInitOptions(options: PGliteWorkerOptions): PGliteWorkerInitOpt
       throw new TypeError(`\`${name}\` cannot be sent to a worker (functions do not survive structured clone); set it up in the worker's \`init\``)
     }
   }
-  const { terminateOnClose: _pageOnly, ...initOptions } = options
+  const { terminateOnClose: _pageOnly, extensions: _onThePage, ...initOptions } = options
   return initOptions
 }
 

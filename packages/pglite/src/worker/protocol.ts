@@ -77,5 +77,10 @@ export type Reply =
    * sends it again.
    */
   | { readonly kind: 'hello' }
-  /** Whether this page's worker leads the tabs that share its database (tabs.ts): sent before the `init` reply and on each change. */
-  | { readonly kind: 'leader'; readonly isLeader: boolean }
+  /**
+   * Whether this page's worker leads the tabs that share its database
+   * (tabs.ts): sent before the `init` reply (`moved` false), and with
+   * `moved` true each time a tab (this one or another) starts leading, so
+   * the database runs in a new session.
+   */
+  | { readonly kind: 'leader'; readonly isLeader: boolean; readonly moved: boolean }

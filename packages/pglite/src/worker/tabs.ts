@@ -48,7 +48,7 @@ export interface TabHost {
   serveFollower(channel: Channel): () => void
   /** Passes a reply from the leader (or one made here) to this worker's page. */
   toPage(reply: Reply): void
-  /** Tells the page whether it leads now. */
+  /** Tells the page that a tab started leading (this one, when `isLeader`). */
   leaderChanged(isLeader: boolean): void
   /** Serves a request of this worker's own page here (it was held before this worker led). */
   serveOwn(request: Request): void
@@ -177,15 +177,21 @@ export class TabGroup {
         if ((message.reply.kind === 'ok' || message.reply.kind === 'error') && message.reply.id === this.#closeId) this.close()
         return
       case 'leader':
-        if (this.#leading) return
-        if (this.#epoch !== undefined && message.epoch !== this.#epoch) this.#failPending()
-        this.#epoch = message.epoch
-        for (const request of this.#queued.splice(0)) this.forward(request)
+        if (!this.#leading && message.epoch !== this.#epoch) this.#followLeader(message.epoch)
         return
       case 'who':
         if (this.#leading) this.#bc.postMessage({ kind: 'leader', epoch: this.#epoch! } satisfies TabMessage)
         return
     }
+  }
+
+  /** Another tab leads now: a first one, or one that took over from the tab this one followed. */
+  #followLeader(epoch: string): void {
+    const moved = this.#epoch !== undefined
+    if (moved) this.#failPending()
+    this.#epoch = epoch
+    for (const request of this.#queued.splice(0)) this.forward(request)
+    if (moved) this.#host.leaderChanged(false)
   }
 
   /** The requests the old leader never answered: it may or may not have run them. */

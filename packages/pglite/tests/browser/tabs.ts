@@ -1,20 +1,28 @@
 // The page of tests/browser-tabs.test.ts: one tab's PGliteWorker on a
 // database several tabs share, driven through `window.pgwasmTabs`.
+import { live } from '@pgwasm/pglite/live'
 import { PGliteWorker } from '@pgwasm/pglite/worker'
 
-let pg: PGliteWorker | undefined
+type Tab = Awaited<ReturnType<typeof openWorker>>
+
+const openWorker = (name: string) =>
+  PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `idb://${name}`, extensions: { live } })
+
+let pg: Tab | undefined
 let leaderChanges = 0
 const heard: string[] = []
 let inserting: Promise<{ acked: number[]; errors: string[] }> | undefined
+/** What this tab's live queries last showed, by name. */
+const shown = new Map<string, unknown[]>()
 
-function db(): PGliteWorker {
+function db(): Tab {
   if (!pg) throw new Error('open() first')
   return pg
 }
 
 const api = {
   async open(name: string): Promise<boolean> {
-    pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `idb://${name}` })
+    pg = await openWorker(name)
     pg.onLeaderChange(() => leaderChanges++)
     return pg.isLeader
   },
@@ -42,6 +50,12 @@ const api = {
     await db().listen(channel, (payload) => heard.push(payload))
   },
   heard: (): string[] => heard,
+  /** Starts a live query; {@link shown} reads what it shows now. */
+  async liveQuery(key: string, sql: string): Promise<void> {
+    const { initialResults } = await db().live.query(sql, [], (results) => shown.set(key, results.rows))
+    if (!shown.has(key)) shown.set(key, initialResults.rows)
+  },
+  shown: (key: string): unknown[] | undefined => shown.get(key),
   /** Starts `count` inserts one after another; {@link finishInserts} reports which were acknowledged. */
   startInserts(from: number, count: number): void {
     inserting = (async () => {
