@@ -10,7 +10,7 @@ import { hostileSideModule } from './fixtures/hostile-side-module.js'
 import type { TestApi } from './browser/app.js'
 import type { StoreTestApi } from './browser/store.js'
 import { PGlite } from '../src/index.js'
-import { callPageApi, closeChromium, serveToChromium } from './fixtures/chromium.js'
+import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from './fixtures/chromium.js'
 import { findChromium } from './fixtures/required-tools.js'
 
 /**
@@ -367,9 +367,47 @@ describe('browser build in Chromium', () => {
     await page.reload()
     await page.waitForFunction(() => 'pgwasmTest' in globalThis)
     expect(await call(page, 'opfsViaWorker', name, [])).toEqual(['one', 'two', 'three', 'four'])
+    // Past a generation's size limit, a flush starts a new generation from the
+    // tree in memory and the old file goes: one file is left, and it holds all.
+    const compacted = await call(page, 'opfsCompact', `${name}-big`, 150)
+    expect(compacted).toMatchObject({ n: 15_001, last: 'after' })
+    expect(compacted.files).toHaveLength(1)
+    expect(compacted.files[0]!.name).toMatch(/^gen-([2-9]|\d\d+)$/)
     expect(await call(page, 'opfsOnPage', name)).toMatchObject({ name: 'EngineError', code: 'BAD_DATA_DIR', message: expect.stringMatching(/needs a dedicated worker/) })
     await page.close()
   }, 180_000)
+
+  it('keeps opfs-ahp:// and idb:// databases across a browser restart, also when the browser closed with them open', async () => {
+    const profile = mkdtempSync(join(tmpdir(), 'pgwasm-profile-'))
+    const inNewBrowser = async <T>(run: (page: Page) => Promise<T>): Promise<T> => {
+      const restarted = await launchWithProfile(profile)
+      try {
+        const page = await restarted.newPage()
+        await page.goto(`${origin}/`)
+        await page.waitForFunction(() => 'pgwasmTest' in globalThis, undefined, { timeout: 20_000 })
+        return await run(page)
+      } finally {
+        await restarted.close()
+      }
+    }
+    try {
+      await inNewBrowser(async (page) => {
+        expect(await call(page, 'opfsViaWorker', 'restart', ['closed'])).toEqual(['closed'])
+        expect(await call(page, 'viaWorker', 'restart', ['closed'])).toMatchObject({ rows: ['closed'] })
+      })
+      // Committed, then the browser goes with the databases still open in their workers.
+      await inNewBrowser(async (page) => {
+        await call(page, 'writeAndLeaveOpen', 'opfs-ahp://restart', ['open'])
+        await call(page, 'writeAndLeaveOpen', 'idb://restart', ['open'])
+      })
+      await inNewBrowser(async (page) => {
+        expect(await call(page, 'opfsViaWorker', 'restart', ['after'])).toEqual(['closed', 'open', 'after'])
+        expect(await call(page, 'viaWorker', 'restart', ['after'])).toMatchObject({ rows: ['closed', 'open', 'after'] })
+      })
+    } finally {
+      rmSync(profile, { recursive: true, force: true })
+    }
+  })
 
   it('a worker on a cross-origin isolated page takes the shared-memory lane, keeps values and errors, and persists across a reload', async () => {
     const page = await context.newPage()

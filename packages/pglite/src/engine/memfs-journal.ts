@@ -1,4 +1,5 @@
 import type { FsNode, PostgresModule, StreamWrite } from './emscripten.js'
+import type { DataTree, TreeEntry } from './pgdata-tree.js'
 
 /**
  * Files are persisted in chunks of this size: one 8 kB page write costs one
@@ -134,6 +135,24 @@ export class MemfsJournal {
     this.#dirtyChunks.clear()
     this.#resized.clear()
     return { upserts: [...upserts.values()], deletes, chunks }
+  }
+
+  /**
+   * The journaled directory as it is now, the file bytes as views into
+   * MEMFS (no copy): valid until the engine runs again, so encode it at once.
+   */
+  viewTree(): DataTree {
+    const out: TreeEntry[] = []
+    for (const [path, node] of [...this.#walk()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (path === 'postmaster.pid') continue
+      if (isDir(node)) {
+        out.push({ path, mode: node.mode, mtimeMs: node.mtime })
+        continue
+      }
+      const contents = node.contents as Uint8Array | null
+      out.push({ path, mode: node.mode, mtimeMs: node.mtime, data: contents ? contents.subarray(0, node.usedBytes) : new Uint8Array(0) })
+    }
+    return out
   }
 
   #walk(): Map<string, FsNode> {

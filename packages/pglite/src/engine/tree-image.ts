@@ -25,6 +25,22 @@ interface Header {
 }
 
 export function encodeTreeImage(tree: DataTree): Uint8Array {
+  const parts = treeImageParts(tree)
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.byteLength
+  }
+  return out
+}
+
+/**
+ * The image of {@link encodeTreeImage} as the parts it is the concatenation
+ * of: a head, then each unique block as a view into `tree`'s bytes. A store
+ * writes them one after another without holding a copy of the database.
+ */
+export function treeImageParts(tree: DataTree): Uint8Array[] {
   const ids = new Map<string, number>()
   const blocks: Uint8Array[] = []
   const entries: Header['entries'] = []
@@ -53,18 +69,11 @@ export function encodeTreeImage(tree: DataTree): Uint8Array {
   }
   const header: Header = { entries, lengths: blocks.map((b) => b.byteLength) }
   const json = new TextEncoder().encode(JSON.stringify(header))
-  let total = 12 + json.byteLength
-  for (const b of blocks) total += b.byteLength
-  const out = new Uint8Array(total)
-  out.set(new TextEncoder().encode(MAGIC), 0)
-  new DataView(out.buffer).setUint32(8, json.byteLength, true)
-  out.set(json, 12)
-  let at = 12 + json.byteLength
-  for (const b of blocks) {
-    out.set(b, at)
-    at += b.byteLength
-  }
-  return out
+  const head = new Uint8Array(12 + json.byteLength)
+  head.set(new TextEncoder().encode(MAGIC), 0)
+  new DataView(head.buffer).setUint32(8, json.byteLength, true)
+  head.set(json, 12)
+  return [head, ...blocks]
 }
 
 /** @throws Error when the bytes are not a tree image, or a truncated one. */

@@ -11,6 +11,8 @@ interface JournalStore {
   load(): Promise<DataTree | undefined>
   create(tree: DataTree, engineVersion: string): Promise<void>
   apply(changes: FsChanges, durability: 'strict' | 'relaxed'): Promise<void>
+  /** Set by the persistence: the whole tree now, for a store that may start over from it (opfs-store.ts). */
+  currentTree?: () => DataTree | undefined
   close(): void
 }
 
@@ -63,7 +65,10 @@ export class IdbPersistence {
 
   /** Starts journaling the mounted data directory (before Postgres starts). */
   attach(mod: PostgresModule): void {
-    this.#journal = new MemfsJournal(mod, PGDATA)
+    const journal = new MemfsJournal(mod, PGDATA)
+    this.#journal = journal
+    // Not after discard(): a dead engine's files may hold a half-written page.
+    this.#store.currentTree = () => (this.#journal === journal ? journal.viewTree() : undefined)
   }
 
   /** Stores what changed since the last flush; `undefined` when there is nothing to wait for. */

@@ -1,7 +1,7 @@
 import { EngineError, IncompatibleDataDirError } from '../errors.js'
 import { CHUNK_BYTES, type FsChanges } from '../engine/memfs-journal.js'
 import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
-import { decodeTreeImage, encodeTreeImage } from '../engine/tree-image.js'
+import { decodeTreeImage, treeImageParts } from '../engine/tree-image.js'
 import { lock } from './idb-store.js'
 
 /**
@@ -12,8 +12,9 @@ import { lock } from './idb-store.js'
  * per flush with what it changed. A record is [magic, kind, length, crc32,
  * payload]; a flush is one record, so it is all there or, torn by a crash,
  * fails its check and is left out with everything after it. When a
- * generation's file grows past {@link COMPACT_BYTES}, the next one starts
- * from an image of the current tree and the old file goes.
+ * generation's journal grows past {@link COMPACT_BYTES} and past its image,
+ * the next generation starts from an image of the tree in memory (MEMFS, read
+ * in place: no copy of the database is made) and the old file goes.
  */
 
 const MAGIC = 0x4a574750 // 'PGWJ'
@@ -24,13 +25,13 @@ const STORE_FORMAT = 1
 /** Postgres major version of the engine (see ENGINE_PG_MAJOR in node-dir.ts). */
 const PG_MAJOR = '18'
 /**
- * The journal size (after a generation's image) past which the next flush
- * starts a new generation from an image: at least this, and at least the
- * image's own size, so that a large database is not rewritten every flush.
+ * The journal size (after a generation's image) past which a flush starts a
+ * new generation from an image: at least this, and at least the image's own
+ * size, so that a large database is not rewritten every flush (the image
+ * writes cost at most what the journal wrote) and a reopen replays at most
+ * about twice the database.
  */
-const COMPACT_BYTES = 64 * 1024 * 1024
-/** Off for now: the generation file grows with every flush (see apply). */
-const COMPACTS = false
+const COMPACT_BYTES = 16 * 1024 * 1024
 
 interface Meta {
   format: number
@@ -75,6 +76,12 @@ export class OpfsStore {
   /** Where the generation's image record ends (its journal starts). */
   #imageEnd = 0
   #meta: Meta | undefined
+  /**
+   * The whole tree as it is now (at least every applied flush in it), or
+   * undefined when it cannot be trusted; set by its user. Read in place, so
+   * written out before anything else runs.
+   */
+  currentTree: (() => DataTree | undefined) | undefined
 
   private constructor(name: string, dir: FileSystemDirectoryHandle, release: () => void) {
     this.name = name
@@ -135,17 +142,19 @@ export class OpfsStore {
     await this.#startGeneration(1, tree)
   }
 
-  /** Appends one flush's changes as one record; `strict`: flushed to storage before it resolves. */
+  /**
+   * Appends one flush's changes as one record; `strict`: flushed to storage
+   * before it resolves. A generation past its size starts again from
+   * {@link currentTree}.
+   */
   async apply(changes: FsChanges, durability: 'strict' | 'relaxed'): Promise<void> {
     const handle = this.#handle
     if (!handle) throw new EngineError(`opfs-ahp://${this.name} is not open`, { code: 'PERSIST_FAILED' })
     try {
-      // Compaction (a new generation from an image) waits for a version that takes the tree from memory: rebuilding it from the file doubled a large database's memory and hung a test under memory pressure.
-      if (COMPACTS && this.#end - this.#imageEnd > Math.max(COMPACT_BYTES, this.#imageEnd)) await this.#compact()
-      const record = changesRecord(changes)
-      this.#handle!.write(record, { at: this.#end })
-      this.#end += record.byteLength
-      if (durability === 'strict') this.#handle!.flush()
+      this.#end += writeRecord(handle, KIND_CHANGES, changesParts(changes), this.#end)
+      if (durability === 'strict') handle.flush()
+      const current = this.currentTree
+      if (current && this.#end - this.#imageEnd > Math.max(COMPACT_BYTES, this.#imageEnd)) await this.#compact(current)
     } catch (cause) {
       if (cause instanceof EngineError) throw cause
       throw new EngineError(`cannot write opfs-ahp://${this.name}: ${String(cause)}`, { code: 'PERSIST_FAILED', cause })
@@ -162,26 +171,41 @@ export class OpfsStore {
     }
   }
 
-  /** A new generation from the tree the current one holds; the old file goes once the new image is stored. */
-  async #compact(): Promise<void> {
-    const loaded = replay(readAll(this.#handle!))
-    if (!loaded) throw new EngineError(`opfs-ahp://${this.name}: the current generation no longer reads back`, { code: 'PERSIST_FAILED' })
+  /**
+   * A new generation from `current()`; the old file goes once the new image
+   * is stored. A crash before that leaves the new file's image torn, and a
+   * reopen reads the old generation, which holds every flush.
+   */
+  async #compact(current: () => DataTree | undefined): Promise<void> {
     const old = this.#generation
-    this.#handle!.close()
-    await this.#startGeneration(old + 1, loaded.tree)
+    const oldHandle = this.#handle!
+    const handle = await this.#open(old + 1)
+    // The tree is read after the last await: its views stay valid while it is written.
+    const tree = current()
+    if (!tree) {
+      handle.close()
+      return
+    }
+    this.#writeImage(handle, tree)
+    this.#handle = handle
+    this.#generation = old + 1
+    oldHandle.close()
     await this.#dir.removeEntry(fileName(old)).catch(() => {})
   }
 
   async #startGeneration(generation: number, tree: DataTree): Promise<void> {
     const handle = await this.#open(generation)
-    handle.truncate(0)
-    const record = imageRecord(this.#meta!, tree)
-    handle.write(record, { at: 0 })
-    handle.flush()
+    this.#writeImage(handle, tree)
     this.#handle = handle
     this.#generation = generation
-    this.#end = record.byteLength
-    this.#imageEnd = record.byteLength
+  }
+
+  #writeImage(handle: SyncHandle, tree: DataTree): void {
+    handle.truncate(0)
+    const length = writeRecord(handle, KIND_IMAGE, [...jsonPart(this.#meta!), ...treeImageParts(tree)], 0)
+    handle.flush()
+    this.#end = length
+    this.#imageEnd = length
   }
 
   async #open(generation: number): Promise<SyncHandle> {
@@ -222,20 +246,37 @@ function readAll(handle: SyncHandle): Uint8Array {
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
-function record(kind: number, parts: readonly Uint8Array[]): Uint8Array {
-  const length = parts.reduce((n, p) => n + p.byteLength, 0)
-  const out = new Uint8Array(HEADER_BYTES + length)
-  let at = HEADER_BYTES
+/** Writes one record of `parts` at `at`, part by part (no copy of them is made); returns its byte length. */
+function writeRecord(handle: SyncHandle, kind: number, parts: readonly Uint8Array[], at: number): number {
+  let length = 0
+  let crc = CRC_START
   for (const p of parts) {
-    out.set(p, at)
-    at += p.byteLength
+    length += p.byteLength
+    crc = crcUpdate(crc, p)
   }
-  const view = new DataView(out.buffer)
+  const header = new Uint8Array(HEADER_BYTES)
+  const view = new DataView(header.buffer)
   view.setUint32(0, MAGIC, true)
-  out[4] = kind
+  header[4] = kind
   view.setUint32(5, length, true)
-  view.setUint32(9, crc32(out.subarray(HEADER_BYTES)), true)
-  return out
+  view.setUint32(9, crcEnd(crc), true)
+  writeAll(handle, header, at)
+  let offset = at + HEADER_BYTES
+  for (const p of parts) {
+    writeAll(handle, p, offset)
+    offset += p.byteLength
+  }
+  return HEADER_BYTES + length
+}
+
+/** A sync handle's `write` may write less than asked (a full disk): what is left is retried, and none written is an error. */
+function writeAll(handle: SyncHandle, bytes: Uint8Array, at: number): void {
+  let done = 0
+  while (done < bytes.byteLength) {
+    const n = handle.write(bytes.subarray(done), { at: at + done })
+    if (n <= 0) throw new Error(`wrote ${done} of ${bytes.byteLength} bytes at ${at} (storage full?)`)
+    done += n
+  }
 }
 
 /** A JSON part, preceded by its byte length. */
@@ -246,11 +287,7 @@ function jsonPart(value: unknown): Uint8Array[] {
   return [length, json]
 }
 
-function imageRecord(meta: Meta, tree: DataTree): Uint8Array {
-  return record(KIND_IMAGE, [...jsonPart(meta), encodeTreeImage(tree)])
-}
-
-function changesRecord(changes: FsChanges): Uint8Array {
+function changesParts(changes: FsChanges): Uint8Array[] {
   const chunks: [string, number, number][] = []
   const data: Uint8Array[] = []
   for (const c of changes.chunks) {
@@ -258,7 +295,7 @@ function changesRecord(changes: FsChanges): Uint8Array {
     if (c.bytes) data.push(c.bytes)
   }
   const head: ChangesHead = { upserts: changes.upserts, deletes: changes.deletes, chunks }
-  return record(KIND_CHANGES, [...jsonPart(head), ...data])
+  return [...jsonPart(head), ...data]
 }
 
 /** The records of a generation's file: the tree they make and where the last valid one ends; undefined when its image is not valid. */
@@ -338,8 +375,19 @@ const CRC_TABLE = (() => {
   return table
 })()
 
-function crc32(bytes: Uint8Array): number {
-  let c = 0xffffffff
+const CRC_START = 0xffffffff
+
+/** CRC-32 over several parts: `crcEnd(crcUpdate(crcUpdate(CRC_START, a), b))`. */
+function crcUpdate(state: number, bytes: Uint8Array): number {
+  let c = state
   for (let i = 0; i < bytes.byteLength; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8)
-  return (c ^ 0xffffffff) >>> 0
+  return c
+}
+
+function crcEnd(state: number): number {
+  return (state ^ 0xffffffff) >>> 0
+}
+
+function crc32(bytes: Uint8Array): number {
+  return crcEnd(crcUpdate(CRC_START, bytes))
 }

@@ -253,6 +253,37 @@ const api = {
     return rows.map((r) => r.v)
   },
 
+  /**
+   * `rounds` commits of 100 rows of 1 kB each (past a generation's size
+   * limit, so flushes start new generations from the tree in memory); what a
+   * new worker then reads, and the files left.
+   */
+  async opfsCompact(name: string, rounds: number) {
+    const open = () => PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}`, terminateOnClose: true })
+    const pg = await open()
+    await pg.exec('create table big (id int primary key, pad text)')
+    for (let r = 0; r < rounds; r++) await pg.query("insert into big select g, repeat('x', 1000) from generate_series($1::int, $1::int + 99) g", [r * 100])
+    await pg.query('insert into big values (-1, $1)', ['after'])
+    await pg.close()
+    const again = await open()
+    const { rows } = await again.query<{ n: number; last: string }>('select count(*)::int as n, max(pad) filter (where id = -1) as last from big')
+    await again.close()
+    const dir = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('pgwasm')).getDirectoryHandle(encodeURIComponent(name))
+    const files: { name: string; size: number }[] = []
+    for await (const [key, handle] of (dir as unknown as { entries(): AsyncIterable<[string, FileSystemFileHandle]> }).entries()) {
+      files.push({ name: key, size: (await handle.getFile()).size })
+    }
+    return { ...rows[0]!, files }
+  },
+
+  /** Writes `values` through a worker on `dataDir` and leaves the database open (for a browser closed under it). */
+  async writeAndLeaveOpen(dataDir: string, values: string[]) {
+    const pg = await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir })
+    await pg.exec('create table if not exists w (id serial primary key, v text not null)')
+    for (const v of values) await pg.query('insert into w (v) values ($1)', [v])
+    ;(globalThis as unknown as { leftOpen?: unknown[] }).leftOpen = [...((globalThis as unknown as { leftOpen?: unknown[] }).leftOpen ?? []), pg]
+  },
+
   /** Appends bytes to the newest generation file of opfs-ahp://<name>, as a write a crash tore would leave them. */
   async opfsTear(name: string, bytes: number[]) {
     const root = await (await navigator.storage.getDirectory()).getDirectoryHandle('pgwasm')
