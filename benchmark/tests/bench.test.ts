@@ -14,7 +14,7 @@ import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
 import { caseNames, SOCKET_PATHS } from '../src/suites/socket.js'
 import { TARGETS } from '../src/suites/speedtest-child.js'
 import { TOTAL } from '../src/suites/speedtest.js'
-import { CLONE, COLD, COLD_RSS, FIRST, LATER, MANY, OPEN, RSS, SCHEMA_DB, TESTDB } from '../src/suites/startup.js'
+import { BULK_KINDS, bulkCase, bulkRows, CLONE, COLD, COLD_RSS, FIRST, LATER, MANY, OPEN, RSS, SCHEMA_DB, TESTDB } from '../src/suites/startup.js'
 import type { BenchResult, Row, SuiteName } from '../src/types.js'
 
 /**
@@ -30,7 +30,11 @@ let result: BenchResult
 let run: { status: number | null; stdout: string; stderr: string }
 
 const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
-  startup: { cases: [FIRST, RSS, COLD, COLD_RSS, SCHEMA_DB, TESTDB, LATER, OPEN, CLONE, MANY], paths: ['pgwasm', 'PGlite'] },
+  startup: {
+    // The bulk rows' counts follow --scale (0.01 below).
+    cases: [FIRST, RSS, COLD, COLD_RSS, SCHEMA_DB, TESTDB, LATER, OPEN, CLONE, MANY, ...BULK_KINDS.flatMap((k) => bulkRows(0.01).map((n) => bulkCase(k, n)))],
+    paths: ['pgwasm', 'PGlite'],
+  },
   rtt: { cases: RTT_CASES, paths: RTT_PATHS },
   speedtest: { cases: [...WORKLOAD_NAMES, TOTAL], paths: TARGETS.map((t) => t.path) },
   socket: { cases: caseNames().map((c) => c.name), paths: SOCKET_PATHS },

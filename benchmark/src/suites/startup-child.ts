@@ -9,6 +9,8 @@
  *   startup-child <ours|pglite> many <count>   (samples: [RSS in MB with <count> databases open])
  *   startup-child <ours|pglite> schema          (ours: PGlite.createCached; PGlite: create() + exec of the schema)
  *   startup-child ours testdb                   (@pgwasm/pglite-prisma's TestDatabase.create with a Prisma schema)
+ *   startup-child <ours|pglite|native> bulk <copy|ctas> <rows> <memory|dir path|native url>
+ *                                               (samples: [ms of one load of <rows> rows of 1 kB])
  */
 interface Db {
   query(sql: string): Promise<{ rows: unknown[] }>
@@ -42,7 +44,7 @@ ${Array.from({ length: SCHEMA_TABLES }, (_, i) => `model M${i} {
 `
 const TABLE_COUNT_SQL = "select count(*)::int as n from information_schema.tables where table_schema = 'public'"
 
-const [impl, mode, arg] = process.argv.slice(2)
+const [impl, mode, arg, ...rest] = process.argv.slice(2)
 
 async function load(): Promise<Ctor> {
   const mod = (impl === 'ours' ? await import('@pgwasm/pglite') : await import('@electric-sql/pglite')) as unknown as { PGlite: Ctor }
@@ -58,6 +60,66 @@ async function check(db: Db, sql: string, expected: number): Promise<void> {
   const { rows } = await db.query(sql)
   const value = Number(Object.values(rows[0] as Record<string, unknown>)[0])
   if (value !== expected) throw new Error(`${sql} returned ${value}, expected ${expected}`)
+}
+
+/** One row of the COPY data: an id and 1,000 bytes. */
+const PAD = 'y'.repeat(1000)
+const CTAS_SQL = (rows: number) => `create table a as select g as id, repeat('x', 1000) as v from generate_series(1, ${rows}) g`
+
+/** COPY text for `rows` rows, in parts of 10,000 rows (a whole 1M-row text is past a string's length limit). */
+function copyParts(rows: number): string[] {
+  const parts: string[] = []
+  for (let from = 1; from <= rows; from += 10_000) {
+    const lines: string[] = []
+    for (let i = from; i < Math.min(from + 10_000, rows + 1); i++) lines.push(`${i}\t${PAD}\n`)
+    parts.push(lines.join(''))
+  }
+  return parts
+}
+
+/** Times one bulk load (only the statement) into a new table; checks the row count after. */
+async function bulkLoad(kind: 'copy' | 'ctas', rows: number, where: string): Promise<number> {
+  if (impl === 'native') {
+    const { default: pg } = await import('pg')
+    const client = new pg.Client({ connectionString: where })
+    await client.connect()
+    try {
+      await client.query('drop table if exists a; drop table if exists b; create table b (id int, v text)')
+      let file: string | undefined
+      if (kind === 'copy') {
+        const { writeFileSync, appendFileSync, mkdtempSync, chmodSync } = await import('node:fs')
+        const { tmpdir } = await import('node:os')
+        const { join } = await import('node:path')
+        const dir = mkdtempSync(join(tmpdir(), 'pgwasm-bulk-'))
+        // The server runs as another user: it must be able to read the file.
+        chmodSync(dir, 0o755)
+        file = join(dir, 'rows.tsv')
+        writeFileSync(file, '')
+        for (const part of copyParts(rows)) appendFileSync(file, part)
+      }
+      const t = performance.now()
+      await client.query(kind === 'copy' ? `copy b from '${file}'` : CTAS_SQL(rows))
+      const ms = performance.now() - t
+      const { rows: counted } = await client.query(`select count(*)::int as n from ${kind === 'copy' ? 'b' : 'a'}`)
+      if (counted[0].n !== rows) throw new Error(`loaded ${counted[0].n} rows, expected ${rows}`)
+      await client.query('drop table if exists a; drop table if exists b')
+      return ms
+    } finally {
+      await client.end()
+    }
+  }
+  const db = (await PGlite.create(where === 'memory' ? undefined : where)) as Db & {
+    query(sql: string, params: unknown[], options: { blob: Blob }): Promise<{ rows: unknown[] }>
+  }
+  await db.exec('create table b (id int, v text)')
+  const blob = kind === 'copy' ? new Blob(copyParts(rows)) : undefined
+  const t = performance.now()
+  if (blob) await db.query(`copy b from '/dev/blob'`, [], { blob })
+  else await db.exec(CTAS_SQL(rows))
+  const ms = performance.now() - t
+  await check(db, `select count(*) from ${kind === 'copy' ? 'b' : 'a'}`, rows)
+  await db.close()
+  return ms
 }
 
 const samples: number[] = []
@@ -133,6 +195,9 @@ if (mode === 'first') {
   samples.push(performance.now() - t0)
   await check(testDb.db, TABLE_COUNT_SQL, SCHEMA_TABLES)
   await testDb.close()
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'bulk') {
+  samples.push(await bulkLoad(arg as 'copy' | 'ctas', Number(rest[0]), rest[1]!))
   console.log(JSON.stringify({ samples, rssMB: rssMB() }))
 } else {
   throw new Error(`unknown mode ${mode}`)

@@ -20,6 +20,21 @@ export const COLD = 'create() in memory, first after install (empty cache)'
 export const COLD_RSS = 'peak RSS after the first create() after install'
 export const SCHEMA_DB = 'database with a 12-table schema seen before, new process (incl. import)'
 export const TESTDB = 'Prisma TestDatabase.create, 12-model schema seen before, new process (incl. import)'
+/** The bulk-load rows: a load of `rows` rows of 1 kB into a new table (CREATE TABLE AS or COPY FROM). */
+export function bulkCase(kind: 'copy' | 'ctas', rows: number): string {
+  return `${kind === 'copy' ? 'COPY FROM' : 'CREATE TABLE AS'} of ${rows.toLocaleString('en-US')} rows of 1 kB`
+}
+/** The row counts of the bulk-load rows at `scale` (100k and 1M at scale 1). */
+export function bulkRows(scale: number): number[] {
+  return [100_000, 1_000_000].map((n) => Math.max(1_000, Math.round(n * scale)))
+}
+export const BULK_KINDS = ['copy', 'ctas'] as const
+/** Past this many rows PGlite's load is not run: its in-memory file grows by a copy of the whole file, so the time grows with the square. */
+const PGLITE_BULK_LIMIT = 200_000
+/** The paths of the bulk rows besides pgwasm (in memory) and PGlite. */
+export const BULK_DIR = 'pgwasm dir'
+export const BULK_NATIVE = 'native pg'
+
 /** How many in-memory databases the MANY row holds open at once. */
 const MANY_COUNT = 10
 export const MANY = `RSS with ${MANY_COUNT} in-memory databases open`
@@ -177,6 +192,7 @@ export async function run(s: SuiteRun): Promise<void> {
         }
       }
     }
+    await bulk(s, work, live, runNode.bind(null, child), samples)
     if (s.wants(MANY)) {
       const many = measure(MANY, 'MB')
       for (let i = 0; i < Math.min(2, samples); i++) {
@@ -209,3 +225,76 @@ export async function run(s: SuiteRun): Promise<void> {
   s.ratio('peak RSS after install: pgwasm / PGlite', { case: COLD_RSS, path: 'pgwasm' }, { case: COLD_RSS, path: 'PGlite' })
   s.ratio(`RSS with ${MANY_COUNT} databases open: pgwasm / PGlite`, { case: MANY, path: 'pgwasm' }, { case: MANY, path: 'PGlite' })
 }
+
+/**
+ * The bulk-load rows: each sample a new process loading into a new database
+ * (in memory, a new directory, or a new table on native PostgreSQL).
+ */
+async function bulk(
+  s: SuiteRun,
+  work: string,
+  live: Impl[],
+  spawn: (args: string[], timeoutMs: number) => ReturnType<typeof runNode>,
+  samples: number,
+): Promise<void> {
+  const cases = BULK_KINDS.flatMap((kind) => bulkRows(s.config.scale).map((rows) => ({ kind, rows, name: bulkCase(kind, rows) }))).filter((c) => s.wants(c.name))
+  if (cases.length === 0) return
+  s.notes.push(
+    `Bulk rows: one load per new process (not counting the start): COPY FROM of generated text (pgwasm and PGlite: a Blob through /dev/blob; native: a server-side file), or CREATE TABLE AS from generate_series, of rows of an int and 1,000 bytes. "${BULK_DIR}" loads into a new directory database; "${BULK_NATIVE}" into a new table of the native server. The largest row count takes at most 2 samples.`,
+  )
+  const ours = live.find((i) => i.key === 'ours')
+  const pglite = live.find((i) => i.key === 'pglite')
+  for (const c of cases) {
+    const n = c.rows >= bulkRows(s.config.scale)[1]! ? Math.min(2, samples) : samples
+    const paths: { label: string; side: 'ours' | 'anchor'; args?: string[]; skip?: string }[] = [
+      { label: 'pgwasm', side: 'ours', ...(ours ? { args: ['ours', 'bulk', c.kind, String(c.rows), 'memory'] } : { skip: 'pgwasm did not load' }) },
+      { label: BULK_DIR, side: 'ours', ...(ours ? { args: ['ours', 'bulk', c.kind, String(c.rows)] } : { skip: 'pgwasm did not load' }) },
+      {
+        label: 'PGlite',
+        side: 'anchor',
+        ...(!pglite
+          ? { skip: 'PGlite did not load' }
+          : c.rows > PGLITE_BULK_LIMIT
+            ? { skip: `not run past ${PGLITE_BULK_LIMIT.toLocaleString('en-US')} rows: PGlite's in-memory file grows by a copy of the whole file, so its time grows with the square of the rows (see the smaller row)` }
+            : { args: ['pglite', 'bulk', c.kind, String(c.rows), 'memory'] }),
+      },
+      { label: BULK_NATIVE, side: 'anchor', ...(s.config.nativeUrl ? { args: ['native', 'bulk', c.kind, String(c.rows), s.config.nativeUrl] } : { skip: s.config.nativeReason }) },
+    ]
+    for (const path of paths) {
+      const base = { case: c.name, path: path.label, side: path.side, unit: 'ms' as Unit, ...(path.side === 'anchor' ? { vs: 'pgwasm' } : {}) }
+      if (!path.args) {
+        s.mark({ ...base, status: 'skipped', reason: path.skip! })
+        continue
+      }
+      const values: number[] = []
+      let failure: string | undefined
+      for (let i = 0; i < n && failure === undefined; i++) {
+        const args = path.label === BULK_DIR ? [...path.args, mkdtempSync(join(work, 'bulk-'))] : path.args
+        const out = await spawn(args, BULK_TIMEOUT)
+        try {
+          if (!out.ok) throw new Error('exit')
+          values.push(...(JSON.parse(out.stdout.trim().split('\n').pop() ?? '') as { samples: number[] }).samples)
+        } catch {
+          failure = `child exited ${out.code}: ${out.stderr.trim().split('\n').slice(-3).join(' / ').slice(0, 300)}`
+        }
+        if (path.label === BULK_DIR) rmSync(args[args.length - 1]!, { recursive: true, force: true })
+      }
+      if (failure !== undefined) s.mark({ ...base, status: 'failed', reason: failure })
+      else s.add({ ...base, samples: values })
+    }
+  }
+  const [, large] = bulkRows(s.config.scale)
+  for (const kind of BULK_KINDS) {
+    const name = bulkCase(kind, large!)
+    s.ratio(`${name}: in memory / on a directory, pgwasm (target <= 1.5)`, { case: name, path: 'pgwasm' }, { case: name, path: BULK_DIR })
+    s.ratio(`${name}: pgwasm in memory / native pg (target <= 2)`, { case: name, path: 'pgwasm' }, { case: name, path: BULK_NATIVE })
+  }
+  const [small] = bulkRows(s.config.scale)
+  for (const kind of BULK_KINDS) {
+    const name = bulkCase(kind, small!)
+    s.ratio(`${name}: pgwasm / PGlite, in memory`, { case: name, path: 'pgwasm' }, { case: name, path: 'PGlite' })
+  }
+}
+
+/** A bulk child loads up to 1 GB: minutes, not the start-up children's seconds. */
+const BULK_TIMEOUT = 600_000
