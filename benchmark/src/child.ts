@@ -34,8 +34,13 @@ export interface ChildOutcome {
 
 /** Runs `node file ...args` from the benchmark directory, so it resolves the benchmark's dependencies. */
 export function runNode(file: string, args: string[], timeoutMs: number, env?: Record<string, string>): Promise<ChildOutcome> {
+  return runNodeIn(BENCH_DIR, file, args, timeoutMs, env)
+}
+
+/** Runs `node file ...args` in `cwd`. */
+export function runNodeIn(cwd: string, file: string, args: string[], timeoutMs: number, env?: Record<string, string>): Promise<ChildOutcome> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [file, ...args], { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env: { ...process.env, ...env } } : {}) })
+    const child = spawn(process.execPath, [file, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env: { ...process.env, ...env } } : {}) })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))

@@ -12,6 +12,8 @@
  *   startup-child <ours|pglite|native> bulk <copy|ctas> <rows> <memory|dir path|native url>
  *                                               (samples: [ms of one load of <rows> rows of 1 kB])
  */
+import { PRISMA_SCHEMA, SCHEMA_TABLES } from './prisma-schema.js'
+
 interface Db {
   query(sql: string): Promise<{ rows: unknown[] }>
   exec(sql: string): Promise<unknown>
@@ -23,25 +25,11 @@ interface Ctor {
   createCached?(key: string, setup: (db: Db) => Promise<void>): Promise<Db>
 }
 
-/** How many tables (and Prisma models) the schema rows create. */
-export const SCHEMA_TABLES = 12
 const SCHEMA_SQL = Array.from(
   { length: SCHEMA_TABLES },
   (_, i) => `create table m${i} (id serial primary key, name text not null, qty int not null, created_at timestamp(3) not null default current_timestamp);
 create index m${i}_name on m${i} (name);`,
 ).join('\n')
-const PRISMA_SCHEMA = `datasource db {
-  provider = "postgresql"
-}
-${Array.from({ length: SCHEMA_TABLES }, (_, i) => `model M${i} {
-  id        Int      @id @default(autoincrement())
-  name      String
-  qty       Int
-  createdAt DateTime @default(now())
-
-  @@index([name])
-}`).join('\n')}
-`
 const TABLE_COUNT_SQL = "select count(*)::int as n from information_schema.tables where table_schema = 'public'"
 
 const [impl, mode, arg, ...rest] = process.argv.slice(2)

@@ -1,9 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { loadOurs, loadPglite } from '../anchors.js'
-import { bundleChild, runNode } from '../child.js'
+import { bundleChild, runNode, runNodeIn } from '../child.js'
 import type { SuiteRun } from '../harness.js'
+import { BENCH_DIR, CACHE_DIR } from '../paths.js'
+import { PRISMA_SCHEMA } from './prisma-schema.js'
 import type { Unit } from '../types.js'
 
 /**
@@ -20,6 +23,8 @@ export const COLD = 'create() in memory, first after install (empty cache)'
 export const COLD_RSS = 'peak RSS after the first create() after install'
 export const SCHEMA_DB = 'database with a 12-table schema seen before, new process (incl. import)'
 export const TESTDB = 'Prisma TestDatabase.create, 12-model schema seen before, new process (incl. import)'
+export const TESTDB_FILES = 'Prisma TestDatabase, 5 test files x 10 tests (vitest run)'
+export const TESTDB_ONE_FILE = 'Prisma TestDatabase, 1 test file x 50 tests (vitest run)'
 /** The bulk-load rows: a load of `rows` rows of 1 kB into a new table (CREATE TABLE AS or COPY FROM). */
 export function bulkCase(kind: 'copy' | 'ctas', rows: number): string {
   return `${kind === 'copy' ? 'COPY FROM' : 'CREATE TABLE AS'} of ${rows.toLocaleString('en-US')} rows of 1 kB`
@@ -192,6 +197,7 @@ export async function run(s: SuiteRun): Promise<void> {
         }
       }
     }
+    await testFiles(s, live, samples)
     await bulk(s, work, live, runNode.bind(null, child), samples)
     if (s.wants(MANY)) {
       const many = measure(MANY, 'MB')
@@ -298,3 +304,91 @@ async function bulk(
 
 /** A bulk child loads up to 1 GB: minutes, not the start-up children's seconds. */
 const BULK_TIMEOUT = 600_000
+
+/**
+ * The test-suite shape Prisma users have: `vitest run` of the same 50 tests
+ * as 5 files of 10 (each file a new process with its own TestDatabase) and
+ * as one file of 50. Each test file: TestDatabase.create in beforeAll, reset
+ * in beforeEach, an insert and a count per test. Times the whole run.
+ */
+async function testFiles(s: SuiteRun, live: Impl[], samples: number): Promise<void> {
+  const wanted = [TESTDB_FILES, TESTDB_ONE_FILE].filter((c) => s.wants(c))
+  if (wanted.length === 0) return
+  const skipPglite = (name: string) =>
+    s.mark({ case: name, path: 'PGlite', side: 'anchor', unit: 'ms', vs: 'pgwasm', status: 'skipped', reason: 'PGlite has no TestDatabase' })
+  if (!live.some((i) => i.key === 'ours')) {
+    for (const name of wanted) {
+      s.mark({ case: name, path: 'pgwasm', side: 'ours', unit: 'ms', status: 'skipped', reason: 'pgwasm did not load' })
+      skipPglite(name)
+    }
+    return
+  }
+  s.notes.push(
+    `"${TESTDB_FILES}" and "${TESTDB_ONE_FILE}": the same 50 tests (an insert and a count on the 12-model schema, TestDatabase.create in beforeAll and reset() in beforeEach), run by \`vitest run\` with its defaults as 5 files or as one; the sample is the whole run's wall time. A first run (not measured) saves the schema's state.`,
+  )
+  // Inside the benchmark package, so the test files resolve @pgwasm/pglite-prisma.
+  mkdirSync(CACHE_DIR, { recursive: true })
+  const root = mkdtempSync(join(CACHE_DIR, 'prisma-files-'))
+  try {
+    const schema = join(root, 'schema.prisma')
+    writeFileSync(schema, PRISMA_SCHEMA)
+    for (const [dir, files, tests] of [['five', 5, 10], ['one', 1, 50]] as const) {
+      mkdirSync(join(root, dir))
+      for (let f = 0; f < files; f++) writeFileSync(join(root, dir, `f${f}.test.mjs`), testFile(schema, tests))
+    }
+    writeFileSync(join(root, 'vitest.config.mjs'), 'export default { test: { include: ["**/*.test.mjs"] } }\n')
+    const vitest = join(dirname(createRequire(join(BENCH_DIR, 'package.json')).resolve('vitest/package.json')), 'vitest.mjs')
+    const runVitest = async (dir: string): Promise<number> => {
+      const t = performance.now()
+      const out = await runNodeIn(root, vitest, ['run', '--root', root, '--dir', dir], VITEST_TIMEOUT)
+      if (!out.ok) throw new Error(`vitest run of ${dir} exited ${out.code}: ${(out.stdout + out.stderr).trim().split('\n').slice(-5).join(' / ').slice(0, 400)}`)
+      return performance.now() - t
+    }
+    const results = new Map<string, number[]>([[TESTDB_FILES, []], [TESTDB_ONE_FILE, []]])
+    let failure: string | undefined
+    try {
+      await runVitest('one')
+      for (let i = 0; i < samples; i++) {
+        results.get(TESTDB_FILES)!.push(await runVitest('five'))
+        results.get(TESTDB_ONE_FILE)!.push(await runVitest('one'))
+      }
+    } catch (err) {
+      failure = err instanceof Error ? err.message : String(err)
+    }
+    for (const name of wanted) {
+      if (failure !== undefined) s.mark({ case: name, path: 'pgwasm', side: 'ours', unit: 'ms', status: 'failed', reason: failure })
+      else s.add({ case: name, path: 'pgwasm', side: 'ours', unit: 'ms', samples: results.get(name)! })
+      skipPglite(name)
+    }
+    s.ratio('Prisma tests as 5 files / as 1 file, pgwasm (target <= 1.5)', { case: TESTDB_FILES, path: 'pgwasm' }, { case: TESTDB_ONE_FILE, path: 'pgwasm' })
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
+/** A vitest file of `tests` tests on its own TestDatabase of `schema`. */
+function testFile(schema: string, tests: number): string {
+  const body = Array.from(
+    { length: tests },
+    (_, i) => `it('t${i}', async () => {
+  await testDb.db.query('insert into "M0" (name, qty) values ($1, 1)', ['t${i}'])
+  const { rows } = await testDb.db.query('select count(*)::int as n from "M0"')
+  expect(rows[0].n).toBe(1)
+})`,
+  ).join('\n')
+  return `import { readFileSync } from 'node:fs'
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest'
+import { TestDatabase } from '@pgwasm/pglite-prisma'
+
+let testDb
+beforeAll(async () => {
+  testDb = await TestDatabase.create({ schema: readFileSync(${JSON.stringify(schema)}, 'utf8') })
+})
+beforeEach(() => testDb.reset())
+afterAll(() => testDb.close())
+${body}
+`
+}
+
+/** A whole vitest run: its processes start, import and finish. */
+const VITEST_TIMEOUT = 300_000
