@@ -121,6 +121,8 @@ describe('several tabs on one idb:// database', () => {
     await allShow([a, b, c], 'big', [{ v: 10 }, { v: 30 }], 'the leader\'s update in every tab')
     expect(await call(c, 'transaction', 40, true)).toBe('committed')
     await allShow([a, b, c], 'big', [{ v: 10 }, { v: 30 }, { v: 40 }], 'a follower\'s transaction in every tab')
+    // Nobody took over: no tab heard of a leader change.
+    for (const page of [a, b, c]) expect(await call(page, 'leaderChanges')).toBe(0)
     for (const page of [a, b, c]) await page.close()
   })
 
@@ -157,6 +159,8 @@ describe('several tabs on one idb:// database', () => {
     expect(leads.filter(Boolean)).toHaveLength(1)
     const newLeader = leads[0] ? follower.page : third.page
     expect(await call(newLeader, 'leaderChanges')).toBe(1)
+    // onLeaderChange fires in every tab when leadership moves, as PGlite's does; the tab that led first heard nothing at its start.
+    expect(await call(newLeader === follower.page ? third.page : follower.page, 'leaderChanges')).toBe(1)
     const rows = (await call(third.page, 'query', 'select v from shared_rows order by v')) as { v: number }[]
     const stored = new Set(rows.map((r) => r.v))
     for (const v of acked) expect(stored.has(v), `acknowledged insert ${v}`).toBe(true)

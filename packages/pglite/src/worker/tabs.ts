@@ -97,7 +97,7 @@ export class TabGroup {
             return
           }
           try {
-            await group.#becomeLeader()
+            await group.#becomeLeader(false)
           } catch (err) {
             reject(err)
             return
@@ -112,7 +112,7 @@ export class TabGroup {
       void LOCKS().request(`pgwasm-lead:${name}`, async () => {
         if (group.#closed) return
         try {
-          await group.#becomeLeader()
+          await group.#becomeLeader(true)
         } catch {
           // The database did not open here: let the next tab in the queue try.
           return
@@ -147,15 +147,15 @@ export class TabGroup {
     this.#bc.close()
   }
 
-  /** Opens the database, then leads: announces itself and serves. */
-  async #becomeLeader(): Promise<void> {
+  /** Opens the database, then leads: announces itself and serves. `takeover`: another tab led before (the page hears of the move). */
+  async #becomeLeader(takeover: boolean): Promise<void> {
     await this.#host.lead()
     const epoch = crypto.randomUUID()
     this.#leading = true
     this.#epoch = epoch
     this.#failPending()
     this.#bc.postMessage({ kind: 'leader', epoch } satisfies TabMessage)
-    this.#host.leaderChanged(true)
+    if (takeover) this.#host.leaderChanged(true)
     // Held back while no leader was known: never sent, so served here.
     for (const request of this.#queued.splice(0)) this.#host.serveOwn(request)
   }
