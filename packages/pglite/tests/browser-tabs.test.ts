@@ -123,7 +123,22 @@ describe('several tabs on one idb:// database', () => {
     await allShow([a, b, c], 'big', [{ v: 10 }, { v: 30 }, { v: 40 }], 'a follower\'s transaction in every tab')
     // Nobody took over: no tab heard of a leader change.
     for (const page of [a, b, c]) expect(await call(page, 'leaderChanges')).toBe(0)
-    for (const page of [a, b, c]) await page.close()
+    // Each tab's live query has a trigger of its own; a tab closed without
+    // close() has its trigger dropped by the leader once the tab is gone.
+    const liveTriggers = async (): Promise<number> =>
+      ((await call(a, 'query', "select count(*)::int as n from pg_trigger where tgname like 'pgwasm\\_live\\_notify\\_%'")) as [{ n: number }])[0].n
+    expect(await liveTriggers()).toBe(3)
+    await c.close()
+    await within(
+      (async () => {
+        while ((await liveTriggers()) !== 2) await new Promise((r) => setTimeout(r, 20))
+      })(),
+      10_000,
+      'the closed tab\'s trigger to go',
+    )
+    await call(b, 'query', 'insert into shared_rows values ($1)', [50])
+    await allShow([a, b], 'big', [{ v: 10 }, { v: 30 }, { v: 40 }, { v: 50 }], 'the remaining tabs after one closed')
+    for (const page of [a, b]) await page.close()
   })
 
   it('moves the database to another tab when the leading tab closes mid-stream: every acknowledged write is there, nothing hangs', { timeout: 120_000 }, async () => {

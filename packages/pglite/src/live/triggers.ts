@@ -148,6 +148,22 @@ function randomTag(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
+const TAGGED_INSTALL = new RegExp(`^CREATE OR REPLACE FUNCTION pg_temp\\.(${LIVE_TRIGGER}_[0-9a-f]{12})\\(\\)`)
+
+/**
+ * The trigger function a tagged watch's DDL installs, when `sql` is such
+ * DDL: a worker serving other tabs records it, to drop it (and its
+ * triggers) when the tab that sent it goes without closing.
+ */
+export function taggedWatchIn(sql: string): string | undefined {
+  return TAGGED_INSTALL.exec(sql)?.[1]
+}
+
+/** Drops a tagged watch's function and, with it, every trigger of it. `name` comes from {@link taggedWatchIn}. */
+export function dropTaggedWatch(name: string): string {
+  return `DROP FUNCTION IF EXISTS pg_temp.${name}() CASCADE`
+}
+
 /** One implicit transaction: all of it applies or none. */
 function ddl(names: WatchNames, add: readonly number[], drop: readonly number[], empty: boolean): string {
   const parts: string[] = []

@@ -3,6 +3,7 @@
  * the caller's `init`.
  */
 import { ClosedError } from '../errors.js'
+import { dropTaggedWatch, taggedWatchIn } from '../live/triggers.js'
 import type { PGlite, Transaction } from '../pglite.js'
 import type { DescribeQueryResult, Notice } from '../query/results.js'
 import { encodeError } from './error-codec.js'
@@ -76,6 +77,8 @@ class WorkerHost {
   /** `listen` registers this in the worker (one per host, so an `unlisten` removes only its page's); the page keeps the real callbacks. */
   readonly #forwarded = (): void => {}
   readonly #listening = new Set<string>()
+  /** Live-query trigger functions a guest tab installed (live/triggers.ts), dropped when it leaves. */
+  readonly #liveWatches = new Set<string>()
   /**
    * Serves another tab on a database this worker leads: its `close` ends
    * only its own session (transactions, listens), not the database.
@@ -177,8 +180,13 @@ class WorkerHost {
     this.#transactions.clear()
     await Promise.all(open.map((t) => t.end(false).catch(() => {})))
     const db = this.#db
-    if (db && !db.closed) await Promise.all([...this.#listening].map((c) => db.unlisten(c, this.#forwarded).catch(() => {})))
+    if (db && !db.closed) {
+      await Promise.all([...this.#listening].map((c) => db.unlisten(c, this.#forwarded).catch(() => {})))
+      // A tab that went without closing left its live triggers: each would fire on every write for nothing.
+      await Promise.all([...this.#liveWatches].map((name) => db.exec(dropTaggedWatch(name)).catch(() => {})))
+    }
     this.#listening.clear()
+    this.#liveWatches.clear()
     this.#unhookNotifications?.()
     this.#detach()
   }
@@ -219,6 +227,10 @@ class WorkerHost {
           if (request.options?.wantsNotices) notices = []
           const options = request.options && fromWireQueryOptions(request.options, notices)
           const results = await this.#queryable(db, request.tx).exec(request.sql, options)
+          if (this.#guest) {
+            const watch = taggedWatchIn(request.sql)
+            if (watch) this.#liveWatches.add(watch)
+          }
           for (const result of results) transfer = byteaBuffers(db, result, request.options?.rowMode === 'array', transfer)
           value = results
           break
