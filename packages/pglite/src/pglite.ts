@@ -3,7 +3,7 @@ import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backe
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
 import { ARRAY_TYPES_SQL, getTemplate, knownArrayTypes, rememberArrayTypes, templateKey, type ArrayTypeRow } from './engine/template.js'
-import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, type SnapshotKeyParts } from './engine/starter.js'
+import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
@@ -406,7 +406,7 @@ export class PGlite implements AsyncDisposable {
     const onLog = this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined
     try {
       if (opts.cloneOf) {
-        backend = await restoreCopy(assets, opts.cloneOf, onLog)
+        backend = await restoreCopy(assets, opts.cloneOf, onLog, contrib)
       } else {
         const backendOptions = {
           mount,
@@ -433,6 +433,20 @@ export class PGlite implements AsyncDisposable {
           this.#restoredState = saved !== undefined
           savedArrayTypes = saved && parseArrayTypes(saved.note)
           backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
+        } else if (
+          spec.kind === 'memory' &&
+          mount.kind === 'memory' &&
+          !loadTree &&
+          contrib.length > 0 &&
+          opts.initialMemory === undefined &&
+          opts.savedState === undefined
+        ) {
+          // Contrib side modules preloaded the same way each time: a later instance restores the first one's start.
+          backend = await startWithContrib(
+            assets,
+            { ...backendOptions, treeKey: templateKey(assets, templateOptions), loadTree: () => getTemplate(assets, templateOptions), cacheDir: opts.templateCacheDir },
+            contrib,
+          )
         } else {
           backend = await Backend.start(assets, backendOptions)
           // Postgres' own answer to a crashed backend: start again on what is stored.
@@ -1123,7 +1137,7 @@ export class PGlite implements AsyncDisposable {
   clone(): Promise<PGlite> {
     return this.#exclusive(async (backend, runner) => {
       const options = { ...this.#options, dataDir: undefined, fs: undefined, loadDataTree: undefined, loadDataDir: undefined }
-      if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction && contribExtensions(options.extensions).length === 0) {
+      if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction) {
         // A memory-level copy: no startup; session state comes along, and so does a locked session user.
         const copy = await PGlite.create({ ...options, cloneOf: backend })
         if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)

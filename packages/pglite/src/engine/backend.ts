@@ -24,6 +24,7 @@ import { adoptTrust, guardDlopen, moduleFileRefusal, SideModuleTrust } from './s
 import { guardSqlFileWrites } from './file-write-guard.js'
 import { ClientFunctions, type EngineClient } from './client-functions.js'
 import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
+import { recordDynamicLinks } from './dynamic-links.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -189,6 +190,7 @@ export class BlankModule {
       instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides, (env, imports) => {
         deliverAlarmsWhileWorking(imports, control)
         guardDlopen(env, trust, () => created, () => control.instance?.exports)
+        recordDynamicLinks(env, control.links, () => created, () => (control.instance ? tableLength(control) : 0))
         catchStackOverflows(env, memory, () => guards)
         guardSqlFileWrites(env, () => created, () => guards)
       }),
@@ -325,7 +327,10 @@ export class Backend {
     const backend = new Backend(blank, options.onLog, options.mount.kind === 'memory')
     const mod = blank.mod
     try {
-      if (options.prepare) await options.prepare(mod)
+      if (options.prepare) {
+        await options.prepare(mod)
+        blank.control.links.preparedTable = tableLength(blank.control)
+      }
       lockShippedTrees(mod)
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
       options.afterMount?.(mod)
@@ -429,9 +434,15 @@ export class Backend {
     return this.#blank.clients.takeTerminations()
   }
 
-  /** Whether a snapshot taken now could be restored (no side module loaded since start). */
+  /**
+   * Whether a snapshot taken now could be restored: no side module loaded
+   * since start, or only the preloaded ones (contrib), whose links a restore
+   * replays (dynamic-links.ts).
+   */
   get isSnapshotable(): boolean {
-    return !this.#dead && !this.#closed && tableLength(this.#control) === this.#pristineTable
+    if (this.#dead || this.#closed) return false
+    const links = this.#control.links
+    return links.preparedTable !== undefined ? this.#inMemory && !links.unreplayable : tableLength(this.#control) === this.#pristineTable
   }
 
 

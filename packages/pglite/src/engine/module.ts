@@ -1,6 +1,7 @@
 import type { EngineAssets } from './assets.js'
 import type { FsNode, ModuleOptions, PostgresModule } from './emscripten.js'
 import { sideModuleTrust } from './side-module-guard.js'
+import type { DynamicLinks } from './dynamic-links.js'
 
 /** Constants of the host conventions (docs/engine.md); keep in sync with it. */
 export const PG_ROOT = '/pglite'
@@ -42,6 +43,8 @@ export interface ModuleControl {
   disarmAll(): void
   /** Clears every timer and drops the instance: the module is done. */
   clearAll(): void
+  /** The side modules Postgres linked at run time (dynamic-links.ts). */
+  readonly links: DynamicLinks
 }
 
 /**
@@ -77,6 +80,7 @@ export function newModuleControl(): ModuleControl {
   const armed = new Map<number, number>()
   const control: ModuleControl = {
     armed,
+    links: { opens: [], syms: [], unreplayable: false },
     nextDue: Infinity,
     mayDeliverAlarm: () => false,
     cancelAt: Infinity,

@@ -2,6 +2,7 @@ import type { FsNode, PostgresModule } from './emscripten.js'
 import type { ModuleControl } from './module.js'
 import { PGDATA } from './module.js'
 import { copiesOnWrite, copyBytes, isZero, materializeTree, nativeZeroCheck, type DataTree, type TreeEntry } from './pgdata-tree.js'
+import { replayDynamicLinks } from './dynamic-links.js'
 
 /**
  * Everything a started, idle backend is, so that a blank module can become an
@@ -21,6 +22,12 @@ export interface EngineSnapshot {
   readonly timers: readonly { readonly which: number; readonly remainingMs: number }[]
   /** What its taker keeps with a saved state (JSON text); the engine does not read it. */
   readonly note?: string
+  /**
+   * A backend with preloaded side modules (contrib): the table's length
+   * after the preload and what Postgres linked since, replayed on restore
+   * into a module preloaded the same way (dynamic-links.ts).
+   */
+  readonly links?: { readonly preparedTable: number; readonly opens: readonly number[]; readonly syms: readonly (readonly [number, string, number])[] }
 }
 
 export interface StreamRecord {
@@ -97,6 +104,9 @@ export function takeSnapshot(mod: PostgresModule, control: ModuleControl): Engin
     cwd: fs.currentPath,
     stackPointer: mod.stackSave(),
     timers: [...control.armed].map(([which, due]) => ({ which, remainingMs: Math.max(1, due - now) })),
+    ...(control.links.preparedTable !== undefined
+      ? { links: { preparedTable: control.links.preparedTable, opens: [...control.links.opens], syms: control.links.syms.map((l) => [...l] as const) } }
+      : {}),
   }
 }
 
@@ -305,8 +315,10 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   if (heap.byteLength < snap.pages * CHUNK) {
     throw new Error(`snapshot needs ${snap.pages} memory pages, the module has ${heap.byteLength / CHUNK}`)
   }
-  if (tableLength(control) !== snap.tableLength) {
-    throw new Error(`snapshot table has ${snap.tableLength} entries, the module ${tableLength(control)}`)
+  // With side modules: the module must have them preloaded as the snapshot's had (the same table), and gets their links after the memory.
+  const before = snap.links ? snap.links.preparedTable : snap.tableLength
+  if (tableLength(control) !== before) {
+    throw new Error(`snapshot table has ${before} entries, the module ${tableLength(control)}`)
   }
   const fs = fsInternals(mod)
   for (const { root, tree } of snap.dirs) materializeTree(mod, root, tree)
@@ -355,4 +367,9 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   }
   mod.stackRestore(snap.stackPointer)
   for (const { which, remainingMs } of snap.timers) control.arm(which, remainingMs)
+  if (snap.links) {
+    control.links.preparedTable = snap.links.preparedTable
+    replayDynamicLinks(mod, control.imports!.env as Record<string, unknown>, snap.links)
+    if (tableLength(control) !== snap.tableLength) throw new Error(`restored links left ${tableLength(control)} table entries, the snapshot ${snap.tableLength}`)
+  }
 }

@@ -4,6 +4,7 @@ import { backendEnv } from './module.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
 import type { DataTree } from './pgdata-tree.js'
+import { installContrib, type ContribExtension } from '../extensions/contrib.js'
 
 const PAGE = 65536
 
@@ -281,16 +282,109 @@ async function forgetOnDisk(key: string, cacheDir: string | false | undefined): 
 
 const DIGEST_BYTES = 32
 
-/** A new backend with the same state as `source` (idle, no side module loaded). */
-export async function restoreCopy(assets: EngineAssets, source: Backend, onLog?: (line: string) => void): Promise<Backend> {
+/**
+ * A new backend with the same state as `source` (idle; side modules only as
+ * `contrib` preloaded them, which the copy preloads the same way).
+ */
+export async function restoreCopy(assets: EngineAssets, source: Backend, onLog?: (line: string) => void, contrib: readonly ContribExtension[] = []): Promise<Backend> {
   const snapshot = source.snapshot()
+  if (snapshot.links) return restoreWithContrib(assets, snapshot, contrib, backendEnv('postgres', 'postgres'), onLog)
   const blank = await pool.take(assets, snapshot.pages)
   return Backend.restore(blank, snapshot, onLog)
+}
+
+/**
+ * Snapshots of just-started backends with contrib side modules preloaded,
+ * by start options and contrib list. In this process only: a bundle's bytes
+ * are not part of the key, and a module from another build of one would
+ * not fit.
+ */
+const contribSnapshots = new Map<string, EngineSnapshot>()
+
+/**
+ * Starts an in-memory backend with `contrib` preloaded: a restore of this
+ * process's snapshot for the same options, else a boot that leaves one.
+ */
+export async function startWithContrib(assets: EngineAssets, options: MemoryStartOptions, contrib: readonly ContribExtension[]): Promise<Backend> {
+  const key = JSON.stringify([snapshotKey(options), contribKey(contrib)])
+  const env = backendEnv(options.username, options.database)
+  const snapshot = contribSnapshots.get(key)
+  if (snapshot) {
+    try {
+      return await restoreWithContrib(assets, snapshot, contrib, env, options.onLog)
+    } catch {
+      // Its modules did not line up: boot, and keep the new snapshot instead.
+      contribSnapshots.delete(key)
+    }
+  }
+  const tree = await options.loadTree()
+  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod) => installContrib(mod, contrib) })
+  if (backend.isSnapshotable && !contribSnapshots.has(key)) contribSnapshots.set(key, backend.snapshot())
+  return backend
+}
+
+/**
+ * A fresh module (a pooled one's heap is not a fresh one's, so the side
+ * modules would land elsewhere), the side modules preloaded in the same
+ * order as the snapshot's were, then the snapshot and its links.
+ * @throws EngineError when the module does not line up with the snapshot.
+ */
+async function restoreWithContrib(
+  assets: EngineAssets,
+  snapshot: EngineSnapshot,
+  contrib: readonly ContribExtension[],
+  env: Record<string, string>,
+  onLog: ((line: string) => void) | undefined,
+): Promise<Backend> {
+  return Backend.restore(await preloadedBlank(assets, contrib, env, snapshot.pages), snapshot, onLog)
+}
+
+function contribKey(contrib: readonly ContribExtension[]): string {
+  return JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath)]))
+}
+
+/** Per contrib list, one fresh module with its side modules preloaded, made ahead in the background. */
+const preloadedBlanks = new Map<string, Promise<BlankModule>>()
+
+/**
+ * A fresh module of at least `pages` with `contrib` preloaded: the one made
+ * ahead when it fits, else a new one; either way the next is started.
+ */
+async function preloadedBlank(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, pages: number): Promise<BlankModule> {
+  const key = contribKey(contrib)
+  const bytes = Math.max(DEFAULT_MEMORY, pages * PAGE)
+  const ahead = preloadedBlanks.get(key)
+  preloadedBlanks.delete(key)
+  let blank = ahead && (await ahead.catch(() => undefined))
+  if (blank && blank.mod.HEAPU8.byteLength < bytes) {
+    blank.discard()
+    blank = undefined
+  }
+  blank ??= await makePreloaded(assets, contrib, env, bytes)
+  // Started a little later, so the create that asked returns first.
+  const next = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS)).then(() => makePreloaded(assets, contrib, env, bytes))
+  next.catch(() => {})
+  preloadedBlanks.set(key, next)
+  return blank
+}
+
+async function makePreloaded(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, bytes: number): Promise<BlankModule> {
+  const blank = await BlankModule.create(assets, env, bytes)
+  try {
+    await installContrib(blank.mod, contrib)
+  } catch (err) {
+    blank.discard()
+    throw err
+  }
+  return blank
 }
 
 /** For tests: forget this process's snapshots and pooled modules. */
 export function clearSnapshotMemory(): void {
   snapshots.clear()
+  contribSnapshots.clear()
+  for (const ahead of preloadedBlanks.values()) void ahead.then((blank) => blank.discard(), () => {})
+  preloadedBlanks.clear()
   diskReads.clear()
   pool.clear()
 }
