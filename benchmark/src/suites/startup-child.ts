@@ -9,6 +9,9 @@
  *   startup-child <ours|pglite> many <count>   (samples: [RSS in MB with <count> databases open])
  *   startup-child <ours|pglite> schema          (ours: PGlite.createCached; PGlite: create() + exec of the schema)
  *   startup-child ours testdb                   (@pgwasm/pglite-prisma's TestDatabase.create with a Prisma schema)
+ *   startup-child <ours|pglite> ext-first         (create() with the five extensions, incl. import)
+ *   startup-child <ours|pglite> ext-later <count> (create() with them after a discarded first)
+ *   startup-child <ours|pglite> ext-clone <count> (clone() of a database using them)
  *   startup-child <ours|pglite|native> bulk <copy|ctas> <rows> <memory|dir path|native url>
  *                                               (samples: [ms of one load of <rows> rows of 1 kB])
  */
@@ -21,7 +24,7 @@ interface Db {
   close(): Promise<void>
 }
 interface Ctor {
-  create(dataDir?: string): Promise<Db>
+  create(dataDir?: string | { extensions: Record<string, unknown> }): Promise<Db>
   createCached?(key: string, setup: (db: Db) => Promise<void>): Promise<Db>
 }
 
@@ -49,6 +52,19 @@ async function check(db: Db, sql: string, expected: number): Promise<void> {
   const value = Number(Object.values(rows[0] as Record<string, unknown>)[0])
   if (value !== expected) throw new Error(`${sql} returned ${value}, expected ${expected}`)
 }
+
+/** The extensions of the ext rows: four contrib bundles and pgvector's add-on, each library's own objects. */
+async function fiveExtensions(): Promise<Record<string, unknown>> {
+  const base = impl === 'ours' ? '@pgwasm/pglite/contrib' : '@electric-sql/pglite/contrib'
+  const out: Record<string, unknown> = {}
+  for (const name of ['pg_trgm', 'hstore', 'pgcrypto', 'citext']) out[name] = ((await import(`${base}/${name}`)) as Record<string, unknown>)[name]
+  out.vector = ((await import('@electric-sql/pglite-pgvector')) as { vector: unknown }).vector
+  return out
+}
+const USE_EXTENSIONS = 'create extension pg_trgm; create extension hstore; create extension pgcrypto; create extension citext; create extension vector'
+// pgcrypto is checked with gen_salt(): on PGlite 0.5.16 a later instance's digest() fails ("Cipher cannot be initialized").
+const EXTENSIONS_WORK = `select (similarity('abc', 'abc') = 1 and ('a=>1'::hstore)->'a' = '1' and 'A'::citext = 'a'
+  and length(gen_salt('md5')) > 0 and ('[1,2]'::vector <-> '[1,2]') = 0)::int as ok`
 
 /** One row of the COPY data: an id and 1,000 bytes. */
 const PAD = 'y'.repeat(1000)
@@ -183,6 +199,38 @@ if (mode === 'first') {
   samples.push(performance.now() - t0)
   await check(testDb.db, TABLE_COUNT_SQL, SCHEMA_TABLES)
   await testDb.close()
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'ext-first') {
+  const db = await PGlite.create({ extensions: await fiveExtensions() })
+  samples.push(performance.now() - t0)
+  await db.exec(USE_EXTENSIONS)
+  await check(db, EXTENSIONS_WORK, 1)
+  await db.close()
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'ext-later') {
+  const extensions = await fiveExtensions()
+  await (await PGlite.create({ extensions })).close()
+  for (let i = 0; i < Number(arg); i++) {
+    const t = performance.now()
+    const db = await PGlite.create({ extensions })
+    samples.push(performance.now() - t)
+    await db.exec(USE_EXTENSIONS)
+    await check(db, EXTENSIONS_WORK, 1)
+    await db.close()
+  }
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'ext-clone') {
+  const db = await PGlite.create({ extensions: await fiveExtensions() })
+  await db.exec(`${USE_EXTENSIONS}; create table t (id int primary key, a text, h hstore, e vector(3)); insert into t select g, 'row ' || g, 'k=>v', array[g, g, g]::vector from generate_series(1, 1000) g`)
+  for (let i = 0; i < Number(arg); i++) {
+    const t = performance.now()
+    const copy = await db.clone()
+    samples.push(performance.now() - t)
+    await check(copy, 'select count(*) from t', 1000)
+    await check(copy, EXTENSIONS_WORK, 1)
+    await copy.close()
+  }
+  await db.close()
   console.log(JSON.stringify({ samples, rssMB: rssMB() }))
 } else if (mode === 'bulk') {
   samples.push(await bulkLoad(arg as 'copy' | 'ctas', Number(rest[0]), rest[1]!))

@@ -23,6 +23,9 @@ export const COLD = 'create() in memory, first after install (empty cache)'
 export const COLD_RSS = 'peak RSS after the first create() after install'
 export const SCHEMA_DB = 'database with a 12-table schema seen before, new process (incl. import)'
 export const TESTDB = 'Prisma TestDatabase.create, 12-model schema seen before, new process (incl. import)'
+export const EXT_FIRST = 'create() with 5 extensions (pg_trgm, hstore, pgcrypto, citext, vector), first in process (incl. import)'
+export const EXT_LATER = 'create() with the 5 extensions, later in the same process'
+export const EXT_CLONE = 'clone() of a database using the 5 extensions, with a 1,000-row table'
 export const TESTDB_FILES = 'Prisma TestDatabase, 5 test files x 10 tests (vitest run)'
 export const TESTDB_ONE_FILE = 'Prisma TestDatabase, 1 test file x 50 tests (vitest run)'
 /** The bulk-load rows: a load of `rows` rows of 1 kB into a new table (CREATE TABLE AS or COPY FROM). */
@@ -199,6 +202,28 @@ export async function run(s: SuiteRun): Promise<void> {
     }
     await testFiles(s, live, samples)
     await bulk(s, work, live, runNode.bind(null, child), samples)
+    if (s.wants(EXT_FIRST)) {
+      const first = measure(EXT_FIRST)
+      for (let i = 0; i < samples; i++) {
+        for (const impl of rotated(i)) {
+          const r = await spawnChild(impl, ['ext-first'], [first])
+          if (r) push(first, impl, r.samples)
+        }
+      }
+    }
+    for (const [name, mode] of [
+      [EXT_LATER, 'ext-later'],
+      [EXT_CLONE, 'ext-clone'],
+    ] as const) {
+      if (!s.wants(name)) continue
+      const m = measure(name)
+      for (let i = 0; i < children; i++) {
+        for (const impl of rotated(i)) {
+          const r = await spawnChild(impl, [mode, String(perChild)], [m])
+          if (r) push(m, impl, r.samples)
+        }
+      }
+    }
     if (s.wants(MANY)) {
       const many = measure(MANY, 'MB')
       for (let i = 0; i < Math.min(2, samples); i++) {
@@ -223,6 +248,9 @@ export async function run(s: SuiteRun): Promise<void> {
     }
   }
   s.ratio('create() later in process: pgwasm / PGlite', { case: LATER, path: 'pgwasm' }, { case: LATER, path: 'PGlite' })
+  s.ratio('create() with 5 extensions, later: pgwasm / PGlite (pgwasm target <= 50 ms)', { case: EXT_LATER, path: 'pgwasm' }, { case: EXT_LATER, path: 'PGlite' })
+  s.ratio('clone() with 5 extensions: pgwasm / PGlite (pgwasm target <= 30 ms)', { case: EXT_CLONE, path: 'pgwasm' }, { case: EXT_CLONE, path: 'PGlite' })
+  s.ratio('create() with 5 extensions, first in process: pgwasm / PGlite (pgwasm target <= 600 ms)', { case: EXT_FIRST, path: 'pgwasm' }, { case: EXT_FIRST, path: 'PGlite' })
   s.ratio('create() first in process: pgwasm / PGlite', { case: FIRST, path: 'pgwasm' }, { case: FIRST, path: 'PGlite' })
   s.ratio('peak RSS: pgwasm / PGlite', { case: RSS, path: 'pgwasm' }, { case: RSS, path: 'PGlite' })
   s.ratio('create() first after install: pgwasm / PGlite', { case: COLD, path: 'pgwasm' }, { case: COLD, path: 'PGlite' })

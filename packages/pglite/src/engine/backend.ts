@@ -49,7 +49,7 @@ export interface BackendOptions {
    * side modules). Called after the backend notes its function-table size, so
    * side modules loaded here make it unsnapshotable.
    */
-  readonly prepare?: (mod: PostgresModule) => Promise<void>
+  readonly prepare?: (mod: PostgresModule, control: ModuleControl) => Promise<void>
   /** Runs once the data directory is in place, before Postgres starts (e.g. to journal its changes). */
   readonly afterMount?: (mod: PostgresModule) => void
 }
@@ -328,7 +328,7 @@ export class Backend {
     const mod = blank.mod
     try {
       if (options.prepare) {
-        await options.prepare(mod)
+        await options.prepare(mod, blank.control)
         blank.control.links.preparedTable = tableLength(blank.control)
       }
       lockShippedTrees(mod)
@@ -397,7 +397,7 @@ export class Backend {
    * directory mount, a dead engine, or a side module loaded.
    */
   recycle(): BlankModule | undefined {
-    if (this.#closed || this.#dead || !this.#inMemory || tableLength(this.#control) !== this.#pristineTable) return undefined
+    if (this.#closed || this.#dead || !this.#inMemory || !this.isSnapshotable) return undefined
     try {
       resetForRestore(this.#mod, this.#control)
     } catch {

@@ -27,6 +27,8 @@ export interface DynamicLinks {
    * of the moment, which a replay cannot take again at the same place.
    */
   unreplayable: boolean
+  /** Which contrib list was preloaded (starter.ts), so that a closed database's module can serve the next one. */
+  contribKey?: string
 }
 
 /** Records every successful `dlopen` and `dlsym` of the module the imports are for, into `links`. */

@@ -316,10 +316,10 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
     throw new Error(`snapshot needs ${snap.pages} memory pages, the module has ${heap.byteLength / CHUNK}`)
   }
   // With side modules: the module must have them preloaded as the snapshot's had (the same table), and gets their links after the memory.
-  const before = snap.links ? snap.links.preparedTable : snap.tableLength
-  if (tableLength(control) !== before) {
-    throw new Error(`snapshot table has ${before} entries, the module ${tableLength(control)}`)
-  }
+  // A module that served one before (recycled) may have more: the replay checks each slot it relies on.
+  const tableBefore = tableLength(control)
+  const fits = snap.links ? tableBefore === snap.links.preparedTable || tableBefore >= snap.tableLength : tableBefore === snap.tableLength
+  if (!fits) throw new Error(`snapshot table has ${snap.tableLength} entries, the module ${tableBefore}`)
   const fs = fsInternals(mod)
   for (const { root, tree } of snap.dirs) materializeTree(mod, root, tree)
   mod.FS.chdir(snap.cwd)
@@ -368,8 +368,12 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   mod.stackRestore(snap.stackPointer)
   for (const { which, remainingMs } of snap.timers) control.arm(which, remainingMs)
   if (snap.links) {
+    // What this module linked before belongs to memory that is gone.
+    control.links.opens.length = 0
+    control.links.syms.length = 0
     control.links.preparedTable = snap.links.preparedTable
     replayDynamicLinks(mod, control.imports!.env as Record<string, unknown>, snap.links)
-    if (tableLength(control) !== snap.tableLength) throw new Error(`restored links left ${tableLength(control)} table entries, the snapshot ${snap.tableLength}`)
+    const expected = Math.max(tableBefore, snap.tableLength)
+    if (tableLength(control) !== expected) throw new Error(`restored links left ${tableLength(control)} table entries, expected ${expected}`)
   }
 }

@@ -1,6 +1,7 @@
 import type { EngineAssets } from './assets.js'
 import { Backend, BlankModule, DEFAULT_MEMORY, type BackendOptions } from './backend.js'
-import { backendEnv } from './module.js'
+import { backendEnv, type ModuleControl } from './module.js'
+import type { PostgresModule } from './emscripten.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
 import type { DataTree } from './pgdata-tree.js'
@@ -123,7 +124,14 @@ const pool = new ModulePool()
 export function recycleBackend(backend: Backend): boolean {
   const blank = backend.recycle()
   if (!blank) return false
-  pool.give(blank)
+  const links = blank.control.links
+  if (links.preparedTable === undefined) pool.give(blank)
+  else {
+    // Its side modules are preloaded already: the next database with the same contrib list takes it.
+    const preloaded = links.contribKey === undefined ? undefined : preloadedPools.get(links.contribKey)
+    if (preloaded) preloaded.give(blank)
+    else blank.discard()
+  }
   return true
 }
 
@@ -318,8 +326,12 @@ export async function startWithContrib(assets: EngineAssets, options: MemoryStar
     }
   }
   const tree = await options.loadTree()
-  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod) => installContrib(mod, contrib) })
-  if (backend.isSnapshotable && !contribSnapshots.has(key)) contribSnapshots.set(key, backend.snapshot())
+  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod, control) => preloadContrib(mod, control, contrib) })
+  if (backend.isSnapshotable && !contribSnapshots.has(key)) {
+    contribSnapshots.set(key, backend.snapshot())
+    // So that this database's module, once closed, serves the next one.
+    preloadedPoolFor(assets, contrib, env)
+  }
   return backend
 }
 
@@ -336,42 +348,106 @@ async function restoreWithContrib(
   env: Record<string, string>,
   onLog: ((line: string) => void) | undefined,
 ): Promise<Backend> {
-  return Backend.restore(await preloadedBlank(assets, contrib, env, snapshot.pages), snapshot, onLog)
+  const blank = await preloadedBlank(assets, contrib, env, snapshot.pages)
+  if (!recycledBlanks.has(blank)) return Backend.restore(blank, snapshot, onLog)
+  try {
+    return Backend.restore(blank, snapshot, onLog)
+  } catch {
+    // A module that served another snapshot may hold other functions where this one needs its own: a fresh one has none.
+    return Backend.restore(await makePreloaded(assets, contrib, env, Math.max(DEFAULT_MEMORY, snapshot.pages * PAGE)), snapshot, onLog)
+  }
+}
+
+/** Modules that served a database before (see recycleBackend). */
+const recycledBlanks = new WeakSet<BlankModule>()
+
+/** Preloads `contrib` into a module that ran nothing yet, and notes which list it holds. */
+async function preloadContrib(mod: PostgresModule, control: ModuleControl, contrib: readonly ContribExtension[]): Promise<void> {
+  await installContrib(mod, contrib)
+  control.links.contribKey = contribKey(contrib)
 }
 
 function contribKey(contrib: readonly ContribExtension[]): string {
   return JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath)]))
 }
 
-/** Per contrib list, one fresh module with its side modules preloaded, made ahead in the background. */
-const preloadedBlanks = new Map<string, Promise<BlankModule>>()
-
 /**
- * A fresh module of at least `pages` with `contrib` preloaded: the one made
- * ahead when it fits, else a new one; either way the next is started.
+ * Modules with one contrib list preloaded, for restores of its snapshots:
+ * closed databases' modules taken back, and one made ahead in the
+ * background, as {@link ModulePool} does for plain ones.
  */
-async function preloadedBlank(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, pages: number): Promise<BlankModule> {
-  const key = contribKey(contrib)
-  const bytes = Math.max(DEFAULT_MEMORY, pages * PAGE)
-  const ahead = preloadedBlanks.get(key)
-  preloadedBlanks.delete(key)
-  let blank = ahead && (await ahead.catch(() => undefined))
-  if (blank && blank.mod.HEAPU8.byteLength < bytes) {
-    blank.discard()
-    blank = undefined
+class PreloadedPool {
+  #ready: BlankModule[] = []
+  #filling: Promise<void> | undefined
+  readonly #make: () => Promise<BlankModule>
+
+  constructor(make: () => Promise<BlankModule>) {
+    this.#make = make
   }
-  blank ??= await makePreloaded(assets, contrib, env, bytes)
-  // Started a little later, so the create that asked returns first.
-  const next = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS)).then(() => makePreloaded(assets, contrib, env, bytes))
-  next.catch(() => {})
-  preloadedBlanks.set(key, next)
-  return blank
+
+  async take(bytes: number): Promise<BlankModule> {
+    if (this.#ready.length === 0 && this.#filling) await this.#filling
+    let blank = this.#ready.pop()
+    if (blank && blank.mod.HEAPU8.byteLength < bytes) {
+      blank.discard()
+      blank = undefined
+    }
+    this.#fill()
+    return blank ?? this.#make()
+  }
+
+  give(blank: BlankModule): void {
+    if (this.#ready.length >= MAX_READY) {
+      blank.discard()
+      return
+    }
+    recycledBlanks.add(blank)
+    this.#ready.push(blank)
+  }
+
+  clear(): void {
+    for (const blank of this.#ready) blank.discard()
+    this.#ready = []
+  }
+
+  #fill(): void {
+    if (this.#ready.length > 0 || this.#filling) return
+    // Later, and not at all if a closed database gave its module back meanwhile.
+    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS))
+      .then(() => (this.#ready.length > 0 ? undefined : this.#make()))
+      .then(
+        (blank) => {
+          if (blank) this.#ready.push(blank)
+        },
+        () => {
+          // A failed prefill only costs the next create its head start.
+        },
+      )
+      .finally(() => {
+        this.#filling = undefined
+      })
+  }
+}
+
+const preloadedPools = new Map<string, PreloadedPool>()
+
+/** The pool of modules with `contrib` preloaded, made on first use. */
+function preloadedPoolFor(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>): PreloadedPool {
+  const key = contribKey(contrib)
+  let pool = preloadedPools.get(key)
+  if (!pool) preloadedPools.set(key, (pool = new PreloadedPool(() => makePreloaded(assets, contrib, env, DEFAULT_MEMORY))))
+  return pool
+}
+
+/** A fresh or recycled module of at least `pages` with `contrib` preloaded. */
+function preloadedBlank(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, pages: number): Promise<BlankModule> {
+  return preloadedPoolFor(assets, contrib, env).take(Math.max(DEFAULT_MEMORY, pages * PAGE))
 }
 
 async function makePreloaded(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, bytes: number): Promise<BlankModule> {
   const blank = await BlankModule.create(assets, env, bytes)
   try {
-    await installContrib(blank.mod, contrib)
+    await preloadContrib(blank.mod, blank.control, contrib)
   } catch (err) {
     blank.discard()
     throw err
@@ -383,8 +459,8 @@ async function makePreloaded(assets: EngineAssets, contrib: readonly ContribExte
 export function clearSnapshotMemory(): void {
   snapshots.clear()
   contribSnapshots.clear()
-  for (const ahead of preloadedBlanks.values()) void ahead.then((blank) => blank.discard(), () => {})
-  preloadedBlanks.clear()
+  for (const preloaded of preloadedPools.values()) preloaded.clear()
+  preloadedPools.clear()
   diskReads.clear()
   pool.clear()
 }
