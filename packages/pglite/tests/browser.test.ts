@@ -256,6 +256,9 @@ describe('browser build in Chromium', () => {
     // pgvector from a bundle fetched by URL (bundlePath), with its HNSW index.
     expect(r.nearest).toEqual([3, 4, 2])
     expect(r.vectorPlan).toMatch(/items_hnsw/)
+    // A second in-memory database with the bundle is a restore of the first one's start, and vectors work in it.
+    expect(r.restored).toBe(true)
+    expect(r.distance).toBe(2)
     await page.close()
   }, 120_000)
 

@@ -127,8 +127,15 @@ const api = {
     const nearestSql = "select id from items order by embedding <-> '[3.1, 6.2, 9.3]' limit 3"
     const nearest = (await vdb.query<{ id: number }>(nearestSql)).rows.map((r) => r.id)
     const vectorPlan = (await vdb.query<{ 'QUERY PLAN': string }>(`explain ${nearestSql}`)).rows.map((r) => r['QUERY PLAN']).join('\n')
+    // A second in-memory database with the same bundle restores the first one's start (the same postmaster start time).
+    const started = async (db: PGlite): Promise<string> => (await db.query<{ t: string }>('select pg_postmaster_start_time()::text as t')).rows[0]!.t
+    const vdb2 = await PGlite.create({ extensions: { vector } })
+    const restored = (await started(vdb2)) === (await started(vdb))
     await vdb.close()
-    return { similarity, plan, found, value, nearest, vectorPlan }
+    await vdb2.exec('create extension vector')
+    const distance = (await vdb2.query<{ d: number }>("select '[1,2,3]'::vector <-> '[1,2,5]' as d")).rows[0]!.d
+    await vdb2.close()
+    return { similarity, plan, found, value, nearest, vectorPlan, restored, distance }
   },
 
   async idbWrite(name: string, values: string[]) {
