@@ -1139,9 +1139,17 @@ export class PGlite implements AsyncDisposable {
       const options = { ...this.#options, dataDir: undefined, fs: undefined, loadDataTree: undefined, loadDataDir: undefined }
       if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction) {
         // A memory-level copy: no startup; session state comes along, and so does a locked session user.
-        const copy = await PGlite.create({ ...options, cloneOf: backend })
-        if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)
-        return copy
+        let copy: PGlite | undefined
+        try {
+          copy = await PGlite.create({ ...options, cloneOf: backend })
+        } catch (err) {
+          // With side modules a module may not line up with the snapshot: then copy the files, as without a snapshot.
+          if (Object.keys(options.extensions ?? {}).length === 0) throw err
+        }
+        if (copy) {
+          if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)
+          return copy
+        }
       }
       runner.exec('CHECKPOINT', undefined)
       const tree: DataTree = backend.readDataTree()

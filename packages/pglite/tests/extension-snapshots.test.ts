@@ -125,4 +125,22 @@ describe('databases with contrib extensions start from a snapshot', () => {
       await db.close()
     }
   })
+
+  it('clones an extension database whose memory grew past the default module size, as a memory copy into a larger module', async () => {
+    const db = await PGlite.create({ extensions: { pg_trgm, hstore } })
+    try {
+      await db.exec("create extension pg_trgm; create extension hstore; set work_mem = '400MB'")
+      await db.query('select count(*) from (select md5(g::text) as m from generate_series(1, 1500000) g order by m) s')
+      expect(db.Module.HEAPU8.byteLength).toBeGreaterThan(128 * 1024 * 1024)
+      const copy = await db.clone()
+      try {
+        expect(await startTime(copy)).toBe(await startTime(db))
+        expect((await copy.query("select similarity('ab', 'ab') as s, ('a=>1'::hstore)->'a' as h")).rows[0]).toEqual({ s: 1, h: '1' })
+      } finally {
+        await copy.close()
+      }
+    } finally {
+      await db.close()
+    }
+  })
 })

@@ -379,13 +379,16 @@ function contribKey(contrib: readonly ContribExtension[]): string {
 class PreloadedPool {
   #ready: BlankModule[] = []
   #filling: Promise<void> | undefined
-  readonly #make: () => Promise<BlankModule>
+  readonly #make: (bytes: number) => Promise<BlankModule>
+  /** The size of the modules made ahead: the largest asked for. */
+  #bytes = DEFAULT_MEMORY
 
-  constructor(make: () => Promise<BlankModule>) {
+  constructor(make: (bytes: number) => Promise<BlankModule>) {
     this.#make = make
   }
 
   async take(bytes: number): Promise<BlankModule> {
+    this.#bytes = Math.max(this.#bytes, bytes)
     if (this.#ready.length === 0 && this.#filling) await this.#filling
     let blank = this.#ready.pop()
     if (blank && blank.mod.HEAPU8.byteLength < bytes) {
@@ -393,7 +396,7 @@ class PreloadedPool {
       blank = undefined
     }
     this.#fill()
-    return blank ?? this.#make()
+    return blank ?? this.#make(this.#bytes)
   }
 
   give(blank: BlankModule): void {
@@ -414,7 +417,7 @@ class PreloadedPool {
     if (this.#ready.length > 0 || this.#filling) return
     // Later, and not at all if a closed database gave its module back meanwhile.
     this.#filling = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS))
-      .then(() => (this.#ready.length > 0 ? undefined : this.#make()))
+      .then(() => (this.#ready.length > 0 ? undefined : this.#make(this.#bytes)))
       .then(
         (blank) => {
           if (blank) this.#ready.push(blank)
@@ -435,7 +438,7 @@ const preloadedPools = new Map<string, PreloadedPool>()
 function preloadedPoolFor(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>): PreloadedPool {
   const key = contribKey(contrib)
   let pool = preloadedPools.get(key)
-  if (!pool) preloadedPools.set(key, (pool = new PreloadedPool(() => makePreloaded(assets, contrib, env, DEFAULT_MEMORY))))
+  if (!pool) preloadedPools.set(key, (pool = new PreloadedPool((bytes) => makePreloaded(assets, contrib, env, bytes))))
   return pool
 }
 
