@@ -66,6 +66,12 @@ const USE_EXTENSIONS = 'create extension pg_trgm; create extension hstore; creat
 const EXTENSIONS_WORK = `select (similarity('abc', 'abc') = 1 and ('a=>1'::hstore)->'a' = '1' and 'A'::citext = 'a'
   and length(gen_salt('md5')) > 0 and ('[1,2]'::vector <-> '[1,2]') = 0)::int as ok`
 
+/** Creates the five extensions in `db` and checks that each works. */
+async function useFiveExtensions(db: Db): Promise<void> {
+  await db.exec(USE_EXTENSIONS)
+  await check(db, EXTENSIONS_WORK, 1)
+}
+
 /** One row of the COPY data: an id and 1,000 bytes. */
 const PAD = 'y'.repeat(1000)
 const CTAS_SQL = (rows: number) => `create table a as select g as id, repeat('x', 1000) as v from generate_series(1, ${rows}) g`
@@ -203,8 +209,7 @@ if (mode === 'first') {
 } else if (mode === 'ext-first') {
   const db = await PGlite.create({ extensions: await fiveExtensions() })
   samples.push(performance.now() - t0)
-  await db.exec(USE_EXTENSIONS)
-  await check(db, EXTENSIONS_WORK, 1)
+  await useFiveExtensions(db)
   await db.close()
   console.log(JSON.stringify({ samples, rssMB: rssMB() }))
 } else if (mode === 'ext-later') {
@@ -214,8 +219,7 @@ if (mode === 'first') {
     const t = performance.now()
     const db = await PGlite.create({ extensions })
     samples.push(performance.now() - t)
-    await db.exec(USE_EXTENSIONS)
-    await check(db, EXTENSIONS_WORK, 1)
+    await useFiveExtensions(db)
     await db.close()
   }
   console.log(JSON.stringify({ samples, rssMB: rssMB() }))

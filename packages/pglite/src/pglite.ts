@@ -21,6 +21,7 @@ import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, ty
 import { BASE_ARGS, IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteExtensionSetup, type PGliteOptions } from './options.js'
 import { fsDataDir } from './fs-compat/filesystem.js'
 import type { IdbPersistence } from './fs/idb-persistence.js'
+import { closeAddOns } from './extensions/add-on-closers.js'
 import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries, type ContribExtension } from './extensions/contrib.js'
 import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
@@ -421,32 +422,23 @@ export class PGlite implements AsyncDisposable {
           prepare: contrib.length > 0 ? (mod: PostgresModule) => installContrib(mod, contrib) : undefined,
           afterMount: this.#persistence ? (mod: PostgresModule) => this.#persistence?.attach(mod) : undefined,
         }
-        if (mount.kind === 'memory' && !loadTree && !bootOnly && spec.kind === 'memory') {
-          const memoryStart = {
-            ...backendOptions,
-            treeKey: templateKey(assets, templateOptions),
-            loadTree: () => getTemplate(assets, templateOptions),
-            cacheDir: opts.templateCacheDir,
-          }
+        // A database made from the template in memory: its start can be a snapshot's.
+        const fromTemplate = mount.kind === 'memory' && !loadTree && spec.kind === 'memory'
+        const memoryStart = {
+          ...backendOptions,
+          treeKey: templateKey(assets, templateOptions),
+          loadTree: () => getTemplate(assets, templateOptions),
+          cacheDir: opts.templateCacheDir,
+        }
+        if (fromTemplate && !bootOnly) {
           if (opts.initialMemory === undefined) this.#stateKeyParts = memoryStart
           const saved = opts.savedState !== undefined && this.#stateKeyParts ? await restoreSavedState(assets, memoryStart, opts.savedState, onLog) : undefined
           this.#restoredState = saved !== undefined
           savedArrayTypes = saved && parseArrayTypes(saved.note)
           backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
-        } else if (
-          spec.kind === 'memory' &&
-          mount.kind === 'memory' &&
-          !loadTree &&
-          contrib.length > 0 &&
-          opts.initialMemory === undefined &&
-          opts.savedState === undefined
-        ) {
+        } else if (fromTemplate && contrib.length > 0 && opts.initialMemory === undefined && opts.savedState === undefined) {
           // Contrib side modules preloaded the same way each time: a later instance restores the first one's start.
-          backend = await startWithContrib(
-            assets,
-            { ...backendOptions, treeKey: templateKey(assets, templateOptions), loadTree: () => getTemplate(assets, templateOptions), cacheDir: opts.templateCacheDir },
-            contrib,
-          )
+          backend = await startWithContrib(assets, memoryStart, contrib)
         } else {
           backend = await Backend.start(assets, backendOptions)
           // Postgres' own answer to a crashed backend: start again on what is stored.
@@ -1242,13 +1234,7 @@ export class PGlite implements AsyncDisposable {
     let failure: { error: unknown } | undefined
     try {
       await this.waitReady
-      for (const close of this.#extensionClosers.splice(0).reverse()) {
-        try {
-          await close()
-        } catch (error) {
-          failure ??= { error }
-        }
-      }
+      failure = await closeAddOns(this.#extensionClosers)
     } catch {
       // A failed start: #close handles it.
     }

@@ -46,10 +46,11 @@ export interface BackendOptions {
   readonly onLog?: (line: string) => void
   /**
    * Runs on the created module before Postgres starts (contrib files and
-   * side modules). Called after the backend notes its function-table size, so
-   * side modules loaded here make it unsnapshotable.
+   * side modules). The table's length after it is noted: snapshots of the
+   * backend then carry the links Postgres makes (dynamic-links.ts), and a
+   * restore needs a module prepared the same way.
    */
-  readonly prepare?: (mod: PostgresModule, control: ModuleControl) => Promise<void>
+  readonly prepare?: (mod: PostgresModule) => Promise<void>
   /** Runs once the data directory is in place, before Postgres starts (e.g. to journal its changes). */
   readonly afterMount?: (mod: PostgresModule) => void
 }
@@ -328,7 +329,7 @@ export class Backend {
     const mod = blank.mod
     try {
       if (options.prepare) {
-        await options.prepare(mod, blank.control)
+        await options.prepare(mod)
         blank.control.links.preparedTable = tableLength(blank.control)
       }
       lockShippedTrees(mod)

@@ -3,8 +3,8 @@ import type { PostgresModule } from './emscripten.js'
 /**
  * What Postgres linked at run time in one module: the `dlopen` handles (the
  * address of libc's `struct dso`) and the `dlsym` lookups that grew the
- * function table, in order. A
- * snapshot of a backend with side modules carries them, so that a module
+ * function table, in order. A snapshot of a backend with side modules
+ * carries them, so that a module
  * with the same side modules preloaded can be linked the same way before
  * the snapshot's memory goes in (the glue keeps its half of each link in
  * JavaScript, outside memory).
@@ -27,8 +27,6 @@ export interface DynamicLinks {
    * of the moment, which a replay cannot take again at the same place.
    */
   unreplayable: boolean
-  /** Which contrib list was preloaded (starter.ts), so that a closed database's module can serve the next one. */
-  contribKey?: string
 }
 
 /** Records every successful `dlopen` and `dlsym` of the module the imports are for, into `links`. */

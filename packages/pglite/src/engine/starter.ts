@@ -1,6 +1,6 @@
 import type { EngineAssets } from './assets.js'
 import { Backend, BlankModule, DEFAULT_MEMORY, type BackendOptions } from './backend.js'
-import { backendEnv, type ModuleControl } from './module.js'
+import { backendEnv } from './module.js'
 import type { PostgresModule } from './emscripten.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
@@ -36,6 +36,12 @@ class ModulePool {
   #filling: Promise<void> | undefined
   /** Size of the modules made: the largest snapshot seen, plus headroom. */
   #pages = 0
+  /** Makes one module of `bytes`, as the pool's restores need it (plain, or with side modules preloaded). */
+  readonly #make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>
+
+  constructor(make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>) {
+    this.#make = make
+  }
 
   /**
    * Makes the pool's modules fit snapshots of `pages`. Nothing is made yet:
@@ -53,7 +59,7 @@ class ModulePool {
     if (this.#ready.length === 0 && this.#filling) await this.#filling
     const blank = this.#ready.pop()
     this.fill(assets)
-    return blank ?? BlankModule.create(assets, backendEnv('postgres', 'postgres'), this.#pages * PAGE)
+    return blank ?? this.#make(assets, this.#pages * PAGE)
   }
 
   /** Takes back a module whose database closed; keeps it if it is large enough and the pool is not full. */
@@ -71,7 +77,7 @@ class ModulePool {
     // and not at all if a closed database gave a module back meanwhile (a
     // clone used and closed at once would otherwise race a module being made).
     this.#filling = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS))
-      .then(() => (this.#ready.length > 0 ? undefined : BlankModule.create(assets, backendEnv('postgres', 'postgres'), pages * PAGE)))
+      .then(() => (this.#ready.length > 0 ? undefined : this.#make(assets, pages * PAGE)))
       .then(
         (blank) => {
           if (!blank) return
@@ -115,7 +121,7 @@ function mapEveryPage(heap: Uint8Array): void {
 /** Recycled modules kept at most: each holds its whole memory (100+ MB). */
 const MAX_READY = 2
 
-const pool = new ModulePool()
+const pool = new ModulePool((assets, bytes) => BlankModule.create(assets, backendEnv('postgres', 'postgres'), bytes))
 
 /**
  * Closes an in-memory backend by handing its module to the pool (see
@@ -124,11 +130,12 @@ const pool = new ModulePool()
 export function recycleBackend(backend: Backend): boolean {
   const blank = backend.recycle()
   if (!blank) return false
-  const links = blank.control.links
-  if (links.preparedTable === undefined) pool.give(blank)
+  if (blank.control.links.preparedTable === undefined) pool.give(blank)
   else {
     // Its side modules are preloaded already: the next database with the same contrib list takes it.
-    const preloaded = links.contribKey === undefined ? undefined : preloadedPools.get(links.contribKey)
+    const key = contribKeys.get(blank.mod)
+    const preloaded = key === undefined ? undefined : preloadedPools.get(key)
+    recycledBlanks.add(blank)
     if (preloaded) preloaded.give(blank)
     else blank.discard()
   }
@@ -326,11 +333,12 @@ export async function startWithContrib(assets: EngineAssets, options: MemoryStar
     }
   }
   const tree = await options.loadTree()
-  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod, control) => preloadContrib(mod, control, contrib) })
+  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod) => preloadContrib(mod, contrib) })
   if (backend.isSnapshotable && !contribSnapshots.has(key)) {
-    contribSnapshots.set(key, backend.snapshot())
-    // So that this database's module, once closed, serves the next one.
-    preloadedPoolFor(assets, contrib, env)
+    const taken = backend.snapshot()
+    contribSnapshots.set(key, taken)
+    // Sized now, so that this database's module, once closed, serves the next one.
+    preloadedPoolFor(contrib, env).prepare(taken.pages)
   }
   return backend
 }
@@ -348,7 +356,7 @@ async function restoreWithContrib(
   env: Record<string, string>,
   onLog: ((line: string) => void) | undefined,
 ): Promise<Backend> {
-  const blank = await preloadedBlank(assets, contrib, env, snapshot.pages)
+  const blank = await preloadedPoolFor(contrib, env).take(assets, snapshot.pages)
   if (!recycledBlanks.has(blank)) return Backend.restore(blank, snapshot, onLog)
   try {
     return Backend.restore(blank, snapshot, onLog)
@@ -361,96 +369,33 @@ async function restoreWithContrib(
 /** Modules that served a database before (see recycleBackend). */
 const recycledBlanks = new WeakSet<BlankModule>()
 
+/** Which contrib list each module preloaded, so that a closed database's module serves the next one with the same list. */
+const contribKeys = new WeakMap<PostgresModule, string>()
+
 /** Preloads `contrib` into a module that ran nothing yet, and notes which list it holds. */
-async function preloadContrib(mod: PostgresModule, control: ModuleControl, contrib: readonly ContribExtension[]): Promise<void> {
+async function preloadContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
   await installContrib(mod, contrib)
-  control.links.contribKey = contribKey(contrib)
+  contribKeys.set(mod, contribKey(contrib))
 }
 
 function contribKey(contrib: readonly ContribExtension[]): string {
   return JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath)]))
 }
 
-/**
- * Modules with one contrib list preloaded, for restores of its snapshots:
- * closed databases' modules taken back, and one made ahead in the
- * background, as {@link ModulePool} does for plain ones.
- */
-class PreloadedPool {
-  #ready: BlankModule[] = []
-  #filling: Promise<void> | undefined
-  readonly #make: (bytes: number) => Promise<BlankModule>
-  /** The size of the modules made ahead: the largest asked for. */
-  #bytes = DEFAULT_MEMORY
+/** Per contrib list, modules with it preloaded: closed databases' ones, and one made ahead. */
+const preloadedPools = new Map<string, ModulePool>()
 
-  constructor(make: (bytes: number) => Promise<BlankModule>) {
-    this.#make = make
-  }
-
-  async take(bytes: number): Promise<BlankModule> {
-    this.#bytes = Math.max(this.#bytes, bytes)
-    if (this.#ready.length === 0 && this.#filling) await this.#filling
-    let blank = this.#ready.pop()
-    if (blank && blank.mod.HEAPU8.byteLength < bytes) {
-      blank.discard()
-      blank = undefined
-    }
-    this.#fill()
-    return blank ?? this.#make(this.#bytes)
-  }
-
-  give(blank: BlankModule): void {
-    if (this.#ready.length >= MAX_READY) {
-      blank.discard()
-      return
-    }
-    recycledBlanks.add(blank)
-    this.#ready.push(blank)
-  }
-
-  clear(): void {
-    for (const blank of this.#ready) blank.discard()
-    this.#ready = []
-  }
-
-  #fill(): void {
-    if (this.#ready.length > 0 || this.#filling) return
-    // Later, and not at all if a closed database gave its module back meanwhile.
-    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS))
-      .then(() => (this.#ready.length > 0 ? undefined : this.#make(this.#bytes)))
-      .then(
-        (blank) => {
-          if (blank) this.#ready.push(blank)
-        },
-        () => {
-          // A failed prefill only costs the next create its head start.
-        },
-      )
-      .finally(() => {
-        this.#filling = undefined
-      })
-  }
-}
-
-const preloadedPools = new Map<string, PreloadedPool>()
-
-/** The pool of modules with `contrib` preloaded, made on first use. */
-function preloadedPoolFor(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>): PreloadedPool {
+function preloadedPoolFor(contrib: readonly ContribExtension[], env: Record<string, string>): ModulePool {
   const key = contribKey(contrib)
-  let pool = preloadedPools.get(key)
-  if (!pool) preloadedPools.set(key, (pool = new PreloadedPool((bytes) => makePreloaded(assets, contrib, env, bytes))))
-  return pool
-}
-
-/** A fresh or recycled module of at least `pages` with `contrib` preloaded. */
-function preloadedBlank(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, pages: number): Promise<BlankModule> {
-  return preloadedPoolFor(assets, contrib, env).take(Math.max(DEFAULT_MEMORY, pages * PAGE))
+  let preloaded = preloadedPools.get(key)
+  if (!preloaded) preloadedPools.set(key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, contrib, env, bytes))))
+  return preloaded
 }
 
 async function makePreloaded(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, bytes: number): Promise<BlankModule> {
   const blank = await BlankModule.create(assets, env, bytes)
   try {
-    await preloadContrib(blank.mod, blank.control, contrib)
+    await preloadContrib(blank.mod, contrib)
   } catch (err) {
     blank.discard()
     throw err

@@ -47,11 +47,6 @@ export class TableWatch {
     }
   }
 
-  /** This watch's trigger name; for tests and diagnostics. */
-  get triggerName(): string {
-    return this.#names.trigger
-  }
-
   readonly #sessionReplaced = (): void => {
     this.#installed.clear()
     // The page re-LISTENs its channels on the new leader by itself; the

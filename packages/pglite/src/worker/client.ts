@@ -3,6 +3,7 @@
  * that runs the engine.
  */
 import { ClosedError, EngineError } from '../errors.js'
+import { closeAddOns } from '../extensions/add-on-closers.js'
 import type { DumpCompression } from '../fs/dump.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from '../notify.js'
 import type { ExecProtocolOptions, ExecProtocolStreamOptions, Transaction } from '../pglite.js'
@@ -326,14 +327,7 @@ export class PGliteWorker implements AsyncDisposable {
 
   /** Add-ons clean up first, while queries still run; one that fails does not keep the database open. */
   async #closeWithExtensions(): Promise<void> {
-    let failure: { error: unknown } | undefined
-    for (const close of this.#extensionClosers.splice(0).reverse()) {
-      try {
-        await close()
-      } catch (error) {
-        failure ??= { error }
-      }
-    }
+    const failure = await closeAddOns(this.#extensionClosers)
     await this.#close()
     if (failure) throw failure.error
   }
