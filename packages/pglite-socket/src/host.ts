@@ -2,6 +2,7 @@ import { AuthThrottle } from './auth-throttle.js'
 import { PGlite } from '@pgwasm/pglite'
 import type { AuthMethod } from './auth.js'
 import { Multiplexer, type SocketDatabase } from './multiplexer.js'
+import type { CancelHelper } from './cancel-helper.js'
 import type { CancelTarget, SessionHost } from './session.js'
 
 /** A startup packet named a database the server does not have (FATAL 3D000 for the client). */
@@ -217,14 +218,21 @@ export class DatabaseHost implements SessionHost {
   /**
    * A CancelRequest: a statement of that session that waits for the engine
    * (behind another client, or for an advisory lock) fails with 57014. One
-   * that runs cannot be stopped (the engine runs it to its end on this
-   * thread, which reads the request only afterwards).
+   * that runs is stopped through {@link cancelHelper} (this thread reads no
+   * socket while the engine runs).
    */
   cancel(processId: number, secret: number): void {
     const session = this.#sessions.get(processId)
     // A wrong key is ignored without a word, as PostgreSQL does.
     if (!session || session.secret !== secret) return
-    if (!session.cancelWaiting()) this.log(`cancel request for session ${processId}: nothing of it waits; a running statement cannot be stopped`)
+    if (!session.cancelWaiting()) this.log(`cancel request for session ${processId}: nothing of it waits`)
+  }
+
+  /** Takes the CancelRequests that come while the engine runs a statement (the TCP and Unix socket server sets it). */
+  cancelHelper: CancelHelper | undefined
+
+  canceledWhileRunning(processId: number, secret: number): boolean {
+    return this.cancelHelper?.canceledWhileRunning(processId, secret) ?? false
   }
 
   log(message: string): void {

@@ -40,6 +40,12 @@ export interface MuxClient {
   readonly leaseClient?: LeaseClient
   /** The longest one of its requests may run before it is canceled (57014); undefined: no limit. */
   readonly timeLimitMs?: number
+  /**
+   * Whether its running request is to stop (a CancelRequest came, or it
+   * left): asked while the engine runs it (`EngineLease.stopWhen`), so it
+   * must not wait for anything.
+   */
+  readonly stopRequested?: () => boolean
 }
 
 /** What the engine is told for a client without a process id: an in-process caller's identity. */
@@ -124,6 +130,7 @@ export class Multiplexer {
       // pg_backend_pid() and session advisory locks answer for this client.
       lease.runFor(client.leaseClient ?? NO_CLIENT)
       lease.limitTime(client.timeLimitMs)
+      lease.stopWhen(client.stopRequested)
       if (client.processId !== undefined && !client.closed) this.#clients.set(client.processId, client)
       this.#restoreSettings(client, lease)
       return work(lease)

@@ -2,7 +2,9 @@ import { EventEmitter } from 'node:events'
 import { chmod, lstat, mkdir, stat, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
+import { CancelHelper } from './cancel-helper.js'
 import { DatabaseHost, type HostOptions } from './host.js'
+import { peerLeft } from './peer-left.js'
 import { Session } from './session.js'
 import { errorResponse } from './wire.js'
 
@@ -23,6 +25,12 @@ export interface PGliteServerOptions extends HostOptions {
    * than 4 MiB unread gets no new request run until it reads. @default 268435456 (256 MiB)
    */
   readonly maxUnreadBytes?: number
+  /**
+   * Let a CancelRequest stop a statement while it runs, through a small
+   * helper process that shares the listening socket (see the README). Off:
+   * only a statement that waits for the engine can be canceled. @default true
+   */
+  readonly cancelRunning?: boolean
 }
 
 export type ServerAddress = { readonly host: string; readonly port: number } | { readonly path: string }
@@ -47,6 +55,7 @@ export class PGliteServer extends EventEmitter {
   readonly #sockets = new Set<Socket>()
   #server: Server | undefined
   #address: ServerAddress | undefined
+  #unhelp: (() => Promise<void>) | undefined
 
   constructor(options: PGliteServerOptions) {
     super()
@@ -93,6 +102,7 @@ export class PGliteServer extends EventEmitter {
       }
       if (!o.password) this.#warn(`listening on ${host} with no password: anyone who can reach it has full access`)
     }
+    const helping = o.cancelRunning === false ? undefined : CancelHelper.shared()
     await this.#host.init()
     const server = createServer({ noDelay: true }, (socket) => this.#accept(socket))
     if (o.path) {
@@ -127,11 +137,29 @@ export class PGliteServer extends EventEmitter {
       this.#address = { host: info.address, port: info.port }
     }
     this.#server = server
+    const helper = await helping
+    if (helper) {
+      this.#unhelp = await helper
+        .serve(server, {
+          connection: (socket, head) => {
+            if (this.#server !== server) return void socket.destroy()
+            socket.setNoDelay(true)
+            this.#accept(socket, head)
+          },
+          cancel: (processId, secret) => this.#host.cancel(processId, secret),
+        })
+        .catch((err: unknown) => {
+          this.#warn(`a running statement cannot be canceled: ${err instanceof Error ? err.message : String(err)}`)
+          return undefined
+        })
+      if (this.#unhelp) this.#host.cancelHelper = helper
+    }
     this.emit('listening', this.#address)
     return this.#address
   }
 
-  #accept(socket: Socket): void {
+  /** A new connection; `head`: what the cancel helper already read of it. */
+  #accept(socket: Socket, head?: Uint8Array): void {
     const max = this.#options.maxConnections ?? 100
     this.#sockets.add(socket)
     socket.once('close', () => this.#sockets.delete(socket))
@@ -161,6 +189,7 @@ export class PGliteServer extends EventEmitter {
       get backlogBytes() {
         return socket.writableLength
       },
+      peerLeft: () => peerLeft(socket, (bytes) => queueMicrotask(() => session.receive(bytes))),
       drained: () =>
         new Promise<void>((resolve) => {
           if (socket.destroyed || socket.writableLength === 0) return resolve()
@@ -175,6 +204,7 @@ export class PGliteServer extends EventEmitter {
     })
     this.#sessions.add(session)
     this.emit('connection', session.processId)
+    if (head && head.length > 0) session.receive(head)
     socket.on('data', (data) => session.receive(data))
     socket.on('error', () => session.disconnected())
     socket.on('close', () => {
@@ -194,6 +224,9 @@ export class PGliteServer extends EventEmitter {
     const server = this.#server
     if (!server) return
     this.#server = undefined
+    // The helper stops accepting on the port first: it must be free once stop() resolves.
+    await this.#unhelp?.()
+    this.#unhelp = undefined
     const closed = new Promise<void>((resolve) => server.close(() => resolve()))
     const sessions = [...this.#sessions]
     for (const s of sessions) s.disconnected()

@@ -48,6 +48,11 @@ export interface Transport {
   readonly backlogBytes?: number
   /** Resolves once the client has taken what was written (or left). */
   drained?(): Promise<void>
+  /**
+   * Whether the client has closed its side, asked while the engine runs its
+   * statement: it must answer at once, from what the kernel holds.
+   */
+  peerLeft?(): boolean
 }
 
 /** What sessions share: the databases, limits and password settings of a server. */
@@ -72,6 +77,8 @@ export interface SessionHost {
   /** Called after a client ran `DROP DATABASE name`. */
   dropped(name: string): void
   cancel(processId: number, secret: number): void
+  /** Whether a CancelRequest for this key came while the engine ran its statement (asked while it runs). */
+  canceledWhileRunning(processId: number, secret: number): boolean
   /** The session can be reached by CancelRequest from now on, until {@link untrack}. */
   track(session: CancelTarget): void
   untrack(session: CancelTarget): void
@@ -171,6 +178,13 @@ export class Session implements MuxClient {
   /** The server's cap on one request of this client (MuxClient). */
   readonly timeLimitMs: number | undefined
   readonly secret = randomInt(1, 0x7fffffff)
+  /**
+   * MuxClient: a CancelRequest, or the client leaving, stops its running
+   * statement (never the cleanup that runs for it once it has left).
+   */
+  readonly stopRequested = (): boolean =>
+    this.#state !== 'closed' &&
+    (this.#host.canceledWhileRunning(this.processId, this.secret) || (this.#transport.peerLeft?.() ?? false))
   readonly #host: SessionHost
   readonly #transport: Transport
   readonly #input: FrameReader

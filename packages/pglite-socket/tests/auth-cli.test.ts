@@ -1,15 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { join } from 'node:path'
 import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { AUTH_METHODS, PGliteServer } from '../src/index.js'
 import {
+  Cli,
   HOST,
   RawClient,
   Waiters,
@@ -18,6 +17,8 @@ import {
   hasProgram,
   libpqEnv,
   run,
+  runCli,
+  cliEnv,
   serve,
   startupPacket,
   useDatabase,
@@ -29,10 +30,6 @@ const hasPsql = hasProgram('psql')
 const WAIT_MS = 10_000
 const CLI_MS = 60_000
 
-const packageDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
-const repoRoot = resolve(packageDir, '../..')
-const cliPath = join(packageDir, 'src', 'cli.ts')
-const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href
 
 describe('password authentication', () => {
   const database = useDatabase()
@@ -139,58 +136,6 @@ describe('listening beyond loopback', () => {
   }
 })
 
-/** The CLI as a child process (run through tsx from source), killed in `kill()`. */
-class Cli {
-  readonly child: ChildProcess
-  stdout = ''
-  stderr = ''
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  readonly #printed = new Waiters()
-
-  constructor(args: string[]) {
-    this.child = spawn(process.execPath, ['--import', tsxLoader, cliPath, ...args], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: cliEnv(),
-    })
-    this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      this.stdout += d
-      this.#printed.wake()
-    })
-    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-      this.stderr += d
-      this.#printed.wake()
-    })
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
-    void this.exited.then(() => this.#printed.wake())
-  }
-
-  /** Resolves with the first match of `pattern` in stdout. */
-  async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
-    const found = (async () => {
-      for (;;) {
-        const m = pattern.exec(this.stdout)
-        if (m) return m
-        if (this.child.exitCode !== null || this.child.signalCode !== null) {
-          throw new Error(`the CLI exited before printing ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
-        }
-        await this.#printed.next()
-      }
-    })()
-    return within(found, CLI_MS, `the CLI to print ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
-  }
-
-  kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL')
-  }
-}
-
-function cliEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  delete env.PGWASM_PASSWORD
-  return env
-}
-
 describe('the CLI', () => {
   let dir: string
 
@@ -245,11 +190,7 @@ describe('the CLI', () => {
     })
     const port = (blocker.address() as AddressInfo).port
     try {
-      const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', String(port)], {
-        timeoutMs: CLI_MS,
-        cwd: repoRoot,
-        env: cliEnv(),
-      })
+      const result = await runCli(['--port', String(port)])
       expect(result.code).toBe(1)
       expect(result.stderr).toContain(`127.0.0.1:${port} is already in use`)
     } finally {
@@ -260,31 +201,19 @@ describe('the CLI', () => {
   it('exits non-zero with a clear message when the data directory is a regular file', { timeout: 120_000 }, async () => {
     const file = join(dir, 'not-a-dir')
     writeFileSync(file, 'just a file\n')
-    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', '0', '--db', file], {
-      timeoutMs: CLI_MS,
-      cwd: repoRoot,
-      env: cliEnv(),
-    })
+    const result = await runCli(['--port', '0', '--db', file])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain(`cannot open the database ${file}`)
     expect(result.stdout).not.toContain('serving')
   })
 
   it('exits 2 with the usage when --port is not a number', { timeout: 120_000 }, async () => {
-    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', 'many'], {
-      timeoutMs: CLI_MS,
-      cwd: repoRoot,
-      env: cliEnv(),
-    })
+    const result = await runCli(['--port', 'many'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('--port must be 0-65535, got many')
   })
   it('refuses an empty --password on a non-loopback --host like no password, exiting 1', { timeout: 120_000 }, async () => {
-    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, '--port', '0', '--host', '0.0.0.0', '--password', ''], {
-      timeoutMs: CLI_MS,
-      cwd: repoRoot,
-      env: { ...cliEnv(), PGWASM_PASSWORD: '' },
-    })
+    const result = await runCli(['--port', '0', '--host', '0.0.0.0', '--password', ''], { ...cliEnv(), PGWASM_PASSWORD: '' })
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('lets other machines in')
     expect(result.stdout).not.toContain('serving')
@@ -294,11 +223,7 @@ describe('the CLI', () => {
     ['--idle-in-transaction-timeout', '1m'],
     ['--max-statement-time', 'ten'],
   ])('exits 2 with the usage when %s is not a number of ms', { timeout: 120_000 }, async (flag, value) => {
-    const result = await run(process.execPath, ['--import', tsxLoader, cliPath, flag, value], {
-      timeoutMs: CLI_MS,
-      cwd: repoRoot,
-      env: cliEnv(),
-    })
+    const result = await runCli([flag, value])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain(`${flag} must be a whole number of ms >= 0, got ${value}`)
   })

@@ -1,24 +1,19 @@
-import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { HOST, int32, useServedDatabase, within, type TestClient } from './helpers.js'
+import { backendKey, sendCancelRequest, useServedDatabase, within, type TestClient } from './helpers.js'
 
 /*
  * CancelRequest (psql's Ctrl-C, libpq's PQcancel): a statement that waits
  * for the engine, behind another client's transaction or for an advisory
  * lock, fails with 57014 as PostgreSQL's canceled statement does, and its
  * client goes on (issue "no way to stop a statement": CancelRequest did
- * nothing). A statement that already runs cannot be stopped (README).
+ * nothing). A running statement: cancel-running.test.ts.
  */
 describe('CancelRequest', () => {
   const served = useServedDatabase({}, (db) => db.exec('create table c (n int)'))
 
-  /** Sends a CancelRequest for `client` on a new connection, as libpq does, and waits for the server to close it. */
-  async function cancel(client: TestClient, secret = (client as unknown as { secretKey: number }).secretKey): Promise<void> {
-    const pid = (client as unknown as { processID: number }).processID
-    const socket = connect(served.port, HOST)
-    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
-    socket.end(Buffer.concat([int32(16), int32(80877102), int32(pid), int32(secret)]))
-    await within(new Promise((resolve) => socket.once('close', resolve)), 5000, 'the cancel connection to close')
+  /** Sends a CancelRequest for `client`, as libpq does. */
+  async function cancel(client: TestClient, secret = backendKey(client).secret): Promise<void> {
+    await sendCancelRequest(served.port, backendKey(client).processId, secret)
   }
 
   /** Resolves once `pending` has not settled for a while: the statement waits. */

@@ -1,8 +1,9 @@
 /** Shared helpers of the pglite-socket tests: servers, raw wire clients, child processes. */
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { chownSync, mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
@@ -323,6 +324,20 @@ export async function withRawClient<T>(port: number, fn: (raw: RawClient) => Pro
   }
 }
 
+/** Sends a CancelRequest on a new connection, as libpq does, and resolves once the server has closed it. */
+export async function sendCancelRequest(port: number, processId: number, secret: number): Promise<void> {
+  const socket = connect(port, HOST)
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+  socket.end(Buffer.concat([int32(16), int32(80877102), int32(processId), int32(secret)]))
+  await within(new Promise((resolve) => socket.once('close', resolve)), 5000, 'the cancel connection to close')
+}
+
+/** The process id and secret the server's BackendKeyData gave a `pg` client. */
+export function backendKey(client: pg.Client): { processId: number; secret: number } {
+  const keyed = client as unknown as { processID: number; secretKey: number }
+  return { processId: keyed.processID, secret: keyed.secretKey }
+}
+
 // ---------------------------------------------------------------------------
 // Child processes
 
@@ -382,6 +397,71 @@ export function libpqEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v
   env.PGCONNECT_TIMEOUT = '20'
+  return env
+}
+
+const packageDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
+const repoRoot = resolve(packageDir, '../..')
+const cliPath = join(packageDir, 'src', 'cli.ts')
+const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href
+/** How long the CLI may take to print what a test waits for. */
+const CLI_MS = 60_000
+
+/** The CLI as a child process (run through tsx from source), killed in `kill()`. */
+export class Cli {
+  readonly child: ChildProcess
+  stdout = ''
+  stderr = ''
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  readonly #printed = new Waiters()
+
+  constructor(args: string[]) {
+    this.child = spawn(process.execPath, ['--import', tsxLoader, cliPath, ...args], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: cliEnv(),
+    })
+    this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      this.stdout += d
+      this.#printed.wake()
+    })
+    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      this.stderr += d
+      this.#printed.wake()
+    })
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
+    void this.exited.then(() => this.#printed.wake())
+  }
+
+  /** Resolves with the first match of `pattern` in stdout. */
+  async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
+    const found = (async () => {
+      for (;;) {
+        const m = pattern.exec(this.stdout)
+        if (m) return m
+        if (this.child.exitCode !== null || this.child.signalCode !== null) {
+          throw new Error(`the CLI exited before printing ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+        }
+        await this.#printed.next()
+      }
+    })()
+    return within(found, CLI_MS, `the CLI to print ${pattern}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+  }
+
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL')
+  }
+}
+
+/** Runs the CLI (through tsx from source) to its end; `env` replaces the test's environment without PGWASM_PASSWORD. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = cliEnv()): Promise<ProcessResult> {
+  return run(process.execPath, ['--import', tsxLoader, cliPath, ...args], { timeoutMs: CLI_MS, cwd: repoRoot, env })
+}
+
+/** The test's environment without a password for the CLI to pick up. */
+export function cliEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env }
+  delete env.PGWASM_PASSWORD
   return env
 }
 

@@ -90,6 +90,15 @@ export interface EngineLease {
    * I/O; a PL/pgSQL loop runs on). `undefined`: no limit. Gone at release.
    */
   limitTime(ms: number | undefined): void
+  /**
+   * While a later exec of this lease runs, `check` is asked, where the
+   * statement calls out of the engine, whether it is to stop: first 10 ms
+   * into the exec, then every 10 ms. True cancels it with 57014 "canceling
+   * statement due to user request", as a CancelRequest does (a PL/pgSQL loop
+   * that calls out to nothing runs on). `check` must not call the instance.
+   * `undefined`: never asked. Gone at release.
+   */
+  stopWhen(check: (() => boolean) | undefined): void
   /** Releases the session-level advisory locks of client `id` (it disconnected). */
   forgetClient(id: number): void
   /**
@@ -1059,6 +1068,9 @@ export class PGlite implements AsyncDisposable {
       limitTime: (ms) => {
         if (!released) backend.timeLimitMs = ms
       },
+      stopWhen: (check) => {
+        if (!released) backend.stopWhen = check
+      },
       forgetClient: (id) => {
         backend.forgetClient(id)
       },
@@ -1070,6 +1082,7 @@ export class PGlite implements AsyncDisposable {
         if (!released) {
           backend.setClient(undefined)
           backend.timeLimitMs = undefined
+          backend.stopWhen = undefined
         }
         released = true
         release()

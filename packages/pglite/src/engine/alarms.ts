@@ -15,9 +15,11 @@ const CALLED_WHILE_WORKING: Readonly<Record<string, readonly string[]>> = {
 
 /**
  * The same calls out also end a request that runs past a time limit the
- * host set (`control.cancelAt`), as a CancelRequest would on a server:
- * Postgres' `QueryCancelPending` is set, and the next interrupt check
- * raises 57014 "canceling statement due to user request".
+ * host set (`control.cancelAt`), or one the host says is to stop when asked
+ * (`control.pollAt`: a server whose client sent a CancelRequest or left), as
+ * a CancelRequest would on a server: Postgres' `QueryCancelPending` is set,
+ * and the next interrupt check raises 57014 "canceling statement due to
+ * user request".
  *
  * Postgres arms `statement_timeout` and `lock_timeout` on one interval
  * timer, and no JavaScript timer can fire while a request runs to its end
@@ -32,12 +34,13 @@ const CALLED_WHILE_WORKING: Readonly<Record<string, readonly string[]>> = {
  */
 export function deliverAlarmsWhileWorking(imports: WebAssembly.Imports, control: ModuleControl): void {
   const deliver = (): void => {
-    if (control.nextDue === Infinity && control.cancelAt === Infinity) return
+    if (control.nextDue === Infinity && control.cancelAt === Infinity && control.pollAt === Infinity) return
     const now = performance.now()
     if (now >= control.cancelAt) {
       control.cancelAt = Infinity
       control.cancelStatement()
     }
+    if (now >= control.pollAt) control.poll(now)
     if (now < control.nextDue || !control.mayDeliverAlarm()) return
     const fire = control.instance?.exports._emscripten_timeout as ((which: number, now: number) => void) | undefined
     if (!fire) return

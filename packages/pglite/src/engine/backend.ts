@@ -60,6 +60,12 @@ const EXIT_ALIVE = 99
 /** The patched top-level longjmp after an ERROR exits with this (docs/engine.md). */
 const EXIT_LONGJMP = 100
 const LOG_LINES_KEPT = 40
+/**
+ * How long a request runs before the host is first asked whether it is to
+ * stop, and how often after that: short requests never ask, and a long one
+ * stops within this of being canceled (where it calls out of the engine).
+ */
+const STOP_POLL_MS = 10
 /** The memory a module starts with: the engine's own minimum (its wasm declares 2,048 pages). */
 export const DEFAULT_MEMORY = 128 * 1024 * 1024
 
@@ -290,6 +296,13 @@ export class Backend {
    * undefined: no limit. Set by whoever holds the engine for the next requests.
    */
   timeLimitMs: number | undefined
+  /**
+   * Asked where a request that has run {@link STOP_POLL_MS} calls out of the
+   * engine, and then every {@link STOP_POLL_MS}, whether it is to stop (its
+   * client canceled it or left); true cancels it as `timeLimitMs` does.
+   * Undefined: never asked.
+   */
+  stopWhen: (() => boolean) | undefined
   #closed = false
   #lastSnapshot: EngineSnapshot | undefined
   readonly #guards: SessionGuards
@@ -312,6 +325,13 @@ export class Backend {
     this.#control.cancelStatement = () => {
       this.#canceled = true
       this.#guards.requestCancel()
+    }
+    this.#control.poll = (now) => {
+      const control = this.#control
+      control.pollAt = now + STOP_POLL_MS
+      if (!this.stopWhen?.()) return
+      control.pollAt = Infinity
+      control.cancelStatement()
     }
     blank.bind(this)
     blank.setLogSink(onLog)
@@ -565,6 +585,7 @@ export class Backend {
     const started = performance.now()
     this.#inRequest = true
     if (this.timeLimitMs !== undefined) this.#control.cancelAt = started + this.timeLimitMs
+    if (this.stopWhen !== undefined) this.#control.pollAt = started + STOP_POLL_MS
     const topHandler = this.#guards.exceptionStack
     let failure: unknown
     try {
@@ -596,6 +617,7 @@ export class Backend {
       this.#input = new Uint8Array(0)
       this.#inRequest = false
       this.#control.cancelAt = Infinity
+      this.#control.pollAt = Infinity
       if (this.#canceled) {
         this.#canceled = false
         if (failure === undefined) this.#guards.clearCancel()

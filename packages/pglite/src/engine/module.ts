@@ -37,6 +37,13 @@ export interface ModuleControl {
   cancelAt: number
   /** Marks the running statement canceled (Postgres' `QueryCancelPending`). */
   cancelStatement: () => void
+  /**
+   * When the host is next asked whether the running request is to stop
+   * (performance.now() ms; Infinity: never): see alarms.ts and {@link poll}.
+   */
+  pollAt: number
+  /** Asks the host whether the running request is to stop; called at `pollAt`, at a call out of the engine. */
+  poll: (now: number) => void
   /** Arms (or with 0 clears) an interval timer, as Postgres' setitimer does. */
   arm(which: number, timeoutMs: number): void
   /** Clears every timer; the module lives on (it is being reused). */
@@ -85,6 +92,8 @@ export function newModuleControl(): ModuleControl {
     mayDeliverAlarm: () => false,
     cancelAt: Infinity,
     cancelStatement: () => {},
+    pollAt: Infinity,
+    poll: () => {},
     arm(which, timeoutMs) {
       // Recorded, never delivered by a timer: between two requests every
       // alarm Postgres arms is one that ends the session (idle-in-transaction,

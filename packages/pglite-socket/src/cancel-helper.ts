@@ -1,0 +1,206 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs'
+import type { Server, Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { cancelHelperProgram } from './cancel-helper-program.js'
+
+/** Cancels the board keeps; a reader that falls further behind misses the oldest. */
+const SLOTS = 256
+/** The board: the count of cancels (u32) and then SLOTS slots of seq, pid and secret (u32 each). */
+const BOARD_BYTES = 4 + SLOTS * 12
+/** How long a server waits for the helper before it serves without one. */
+const START_TIMEOUT_MS = 5_000
+/** How long the helper outlives the last server it helps, for one that starts soon after. */
+const LINGER_MS = 2_000
+
+/** What the helper hands to one server. */
+export interface HelpedServer {
+  /** A connection the helper accepted, with what it read of it (to be read first). */
+  connection(socket: Socket, head: Uint8Array): void
+  /** A CancelRequest, for a statement that waits for the engine (see {@link CancelHelper.canceledWhileRunning} for one that runs). */
+  cancel(processId: number, secret: number): void
+}
+
+type HelperMessage =
+  | { type: 'ready' }
+  | { type: 'serving' | 'closed'; key: string }
+  | { type: 'connection'; key: string; head: string }
+  | { type: 'cancel'; key: string; seq: number; pid: number; secret: number }
+
+/**
+ * While the engine runs a statement, the server's thread reads no socket:
+ * a CancelRequest would wait in the kernel until the statement ended. So a
+ * helper process accepts on the server's listening sockets too (Node shares
+ * a listening socket with a child process). It writes each CancelRequest to
+ * a small file, the board, which the server reads where the engine calls
+ * out while it works (`EngineLease.stopWhen`), and hands every other
+ * connection back to the server. One helper serves every server of the
+ * process; it ends with the process, or soon after the last server stops.
+ */
+export class CancelHelper {
+  static #shared: Promise<CancelHelper | undefined> | undefined
+
+  /** The process's helper, started on first use; undefined where it cannot run (Windows) or did not start. */
+  static shared(): Promise<CancelHelper | undefined> {
+    if (process.platform === 'win32') return Promise.resolve(undefined)
+    CancelHelper.#shared ??= CancelHelper.#start().catch(() => {
+      CancelHelper.#shared = undefined
+      return undefined
+    })
+    return CancelHelper.#shared
+  }
+
+  static async #start(): Promise<CancelHelper> {
+    const dir = mkdtempSync(join(tmpdir(), 'pgwasm-cancel-'))
+    const path = join(dir, 'board')
+    let board: number | undefined
+    try {
+      board = openSync(path, 'w+', 0o600)
+      const { NODE_OPTIONS: _ignored, ...env } = process.env
+      // Transpilers that keep function names (tsx, vitest) call a `__name` helper the text does not carry.
+      const source = `const __name = (target) => target;(${cancelHelperProgram.toString()})(${JSON.stringify(path)}, ${SLOTS})`
+      const child = spawn(process.execPath, ['--max-old-space-size=32', '-e', source], {
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+        env,
+      })
+      const helper = new CancelHelper(child, board)
+      await helper.#reply('ready')
+      return helper
+    } catch (err) {
+      if (board !== undefined) closeSync(board)
+      throw err
+    } finally {
+      // Both sides hold it open: the name is no longer needed.
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  readonly #child: ChildProcess
+  readonly #board: number
+  readonly #read = Buffer.alloc(BOARD_BYTES)
+  readonly #servers = new Map<string, HelpedServer>()
+  readonly #replies = new Map<string, () => void>()
+  #nextKey = 0
+  /** The last cancel the board was read up to. */
+  #scanned = 0
+  /** Cancels handled from their message before the board was read that far: the board skips them. */
+  readonly #viaMessage = new Set<number>()
+  /** Cancels that stopped a running statement: their message does nothing more. */
+  readonly #viaBoard = new Set<number>()
+  #linger: ReturnType<typeof setTimeout> | undefined
+  #gone = false
+
+  private constructor(child: ChildProcess, board: number) {
+    this.#child = child
+    this.#board = board
+    child.unref()
+    ;(child.channel as { unref?: () => void } | null | undefined)?.unref?.()
+    child.on('message', (message: HelperMessage, handle?: Socket) => this.#receive(message, handle))
+    child.on('error', () => this.#end())
+    child.on('exit', () => this.#end())
+  }
+
+  /**
+   * Shares `server`'s listening socket with the helper until the returned
+   * function is called (before the server closes, so that the helper stops
+   * accepting on its port).
+   */
+  async serve(server: Server, target: HelpedServer): Promise<() => Promise<void>> {
+    if (this.#gone) return async () => {}
+    clearTimeout(this.#linger)
+    const key = String(++this.#nextKey)
+    this.#servers.set(key, target)
+    const serving = this.#reply(`serving:${key}`)
+    this.#child.send({ type: 'serve', key }, server)
+    await serving
+    return async () => {
+      if (!this.#servers.delete(key) || this.#gone) return
+      const closed = this.#reply(`closed:${key}`)
+      this.#child.send({ type: 'close', key })
+      await closed.catch(() => {})
+      if (this.#servers.size === 0) {
+        this.#linger = setTimeout(() => this.#stop(), LINGER_MS)
+        this.#linger.unref()
+      }
+    }
+  }
+
+  /**
+   * Whether a CancelRequest for this client arrived since the board was
+   * last read. Called while the engine runs the client's statement, so it
+   * only reads a file.
+   */
+  canceledWhileRunning(processId: number, secret: number): boolean {
+    if (this.#gone || readSync(this.#board, this.#read, 0, 4, 0) < 4) return false
+    const count = this.#read.readUInt32BE(0)
+    if (count === this.#scanned) return false
+    readSync(this.#board, this.#read, 4, BOARD_BYTES - 4, 4)
+    let hit = false
+    for (let seq = Math.max(this.#scanned + 1, count - SLOTS + 1); seq <= count; seq++) {
+      const at = 4 + (seq % SLOTS) * 12
+      if (this.#read.readUInt32BE(at) !== seq || this.#viaMessage.has(seq)) continue
+      if (this.#read.readUInt32BE(at + 4) === processId >>> 0 && this.#read.readUInt32BE(at + 8) === secret >>> 0) {
+        hit = true
+        this.#viaBoard.add(seq)
+      }
+    }
+    this.#scanned = count
+    for (const seq of this.#viaMessage) if (seq <= count) this.#viaMessage.delete(seq)
+    return hit
+  }
+
+  #receive(message: HelperMessage, handle: Socket | undefined): void {
+    switch (message.type) {
+      case 'ready':
+        return this.#replies.get('ready')?.()
+      case 'serving':
+      case 'closed':
+        return this.#replies.get(`${message.type}:${message.key}`)?.()
+      case 'connection': {
+        const target = this.#servers.get(message.key)
+        if (!handle) return
+        if (!target) {
+          handle.destroy()
+          return
+        }
+        target.connection(handle, Buffer.from(message.head, 'base64'))
+        return
+      }
+      case 'cancel': {
+        if (this.#viaBoard.delete(message.seq)) return
+        if (message.seq > this.#scanned) this.#viaMessage.add(message.seq)
+        // Signed, as the BackendKeyData that carried them.
+        this.#servers.get(message.key)?.cancel(message.pid | 0, message.secret | 0)
+      }
+    }
+  }
+
+  #reply(name: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#replies.delete(name)
+        reject(new Error(`the cancel helper did not answer '${name}'`))
+      }, START_TIMEOUT_MS)
+      this.#replies.set(name, () => {
+        clearTimeout(timer)
+        this.#replies.delete(name)
+        resolve()
+      })
+    })
+  }
+
+  #stop(): void {
+    if (this.#servers.size > 0) return
+    this.#end()
+    this.#child.kill()
+  }
+
+  #end(): void {
+    if (this.#gone) return
+    this.#gone = true
+    if (CancelHelper.#shared) CancelHelper.#shared = undefined
+    closeSync(this.#board)
+    for (const resolve of this.#replies.values()) resolve()
+  }
+}

@@ -1,0 +1,142 @@
+import { spawn } from 'node:child_process'
+import { connect } from 'node:net'
+import pg from 'pg'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  Cli,
+  HOST,
+  backendKey,
+  endQuietly,
+  hasProgram,
+  libpqEnv,
+  queryFrame,
+  sendCancelRequest,
+  startupPacket,
+  within,
+} from './helpers.js'
+
+/*
+ * A statement that runs is stopped by its client's CancelRequest, or by its
+ * client leaving (issue "no way to stop a statement": pg_sleep ran to its
+ * end after either). The engine holds the server's thread while it runs, so
+ * the server runs as the CLI in its own process here: clients in this
+ * process must go on sending while it works, as real clients do.
+ */
+describe('stopping a running statement', () => {
+  let cli: Cli
+  let url: string
+  let port: number
+
+  beforeAll(async () => {
+    cli = new Cli(['--port', '0'])
+    url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+    port = Number(new URL(url).port)
+    const setup = new pg.Client({ connectionString: url })
+    await setup.connect()
+    await setup.query('create table t (n int)')
+    await setup.end()
+  }, 120_000)
+
+  afterAll(() => cli?.kill())
+
+  async function client(): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: url })
+    c.on('error', () => {})
+    await c.connect()
+    return c
+  }
+
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+  it('a CancelRequest fails a running pg_sleep with 57014 inside its transaction, which the client then rolls back; the others carry on', async () => {
+    const a = await client()
+    const others = await Promise.all([client(), client(), client()])
+    try {
+      await a.query('begin')
+      await a.query('insert into t values (1)')
+      // Inside its transaction block a client keeps the engine: its statement runs at once, it never waits.
+      const started = performance.now()
+      const sleeping = a.query('select pg_sleep(30)')
+      await sleep(300)
+      const answers = others.map((o, i) => o.query('select $1::int as i', [i]))
+      const { processId, secret } = backendKey(a)
+      await sendCancelRequest(port, processId, secret)
+      await expect(within(sleeping, 10_000, 'the canceled pg_sleep')).rejects.toMatchObject({
+        code: '57014',
+        message: 'canceling statement due to user request',
+      })
+      expect(performance.now() - started).toBeLessThan(15_000)
+      await expect(a.query('select 1')).rejects.toMatchObject({ code: '25P02' })
+      await a.query('rollback')
+      expect((await a.query('select count(*)::int as n from t')).rows).toEqual([{ n: 0 }])
+      expect((await Promise.all(answers)).map((r) => r.rows[0])).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }])
+    } finally {
+      await Promise.all([a, ...others].map(endQuietly))
+    }
+  })
+
+  it('ignores a CancelRequest with a wrong secret: the statement runs to its end', async () => {
+    const a = await client()
+    try {
+      const sleeping = a.query('select pg_sleep(1.5) as slept')
+      await sleep(300)
+      const { processId, secret } = backendKey(a)
+      await sendCancelRequest(port, processId, (secret ^ 1) >>> 0)
+      await sendCancelRequest(port, processId + 1, secret)
+      expect((await within(sleeping, 10_000, 'the pg_sleep')).rows).toEqual([{ slept: '' }])
+    } finally {
+      await endQuietly(a)
+    }
+  })
+
+  it("postgres.js' query.cancel() stops a running extended-protocol query that spills to disk", async () => {
+    const sql = postgres(url, { max: 1, onnotice: () => {} })
+    try {
+      // A series this long is written to a temporary file: it calls out of the engine while it works.
+      const counting = sql`select count(*) from generate_series(1, ${500_000_000}::bigint)`.execute()
+      await sleep(500)
+      counting.cancel()
+      await expect(within(counting, 20_000, 'the canceled count')).rejects.toMatchObject({ code: '57014' })
+      expect(await sql`select 42 as n`).toEqual([{ n: 42 }])
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+
+  it.skipIf(!hasProgram('psql'))("psql's Ctrl-C cancels its running query", async () => {
+    const psql = spawn('psql', ['-X', '-w', '-v', 'ON_ERROR_STOP=1', '-c', 'select pg_sleep(30)', url], {
+      env: libpqEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    psql.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    const exited = new Promise<number | null>((resolve) => psql.once('exit', (code) => resolve(code)))
+    try {
+      await sleep(1000)
+      psql.kill('SIGINT')
+      expect(await within(exited, 15_000, 'psql to exit after Ctrl-C')).toBe(1)
+      expect(stderr).toContain('canceling statement due to user request')
+    } finally {
+      if (psql.exitCode === null) psql.kill('SIGKILL')
+    }
+  })
+
+  it('a client that leaves mid-statement has it stopped and its transaction rolled back; the next client is served at once', async () => {
+    const socket = connect(port, HOST)
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+    socket.write(startupPacket())
+    await sleep(300)
+    socket.write(queryFrame('begin; insert into t values (2); select pg_sleep(30)'))
+    await sleep(300)
+    socket.destroy()
+    const b = await client()
+    try {
+      const started = performance.now()
+      expect((await within(b.query('select count(*)::int as n from t'), 10_000, "the next client's query")).rows).toEqual([{ n: 0 }])
+      expect(performance.now() - started).toBeLessThan(10_000)
+    } finally {
+      await endQuietly(b)
+    }
+  })
+})
