@@ -33,6 +33,9 @@ Options:
   --create-database-on-connect
                            give a database name a client connects to that does
                            not exist its own new instance (default: FATAL 3D000)
+  --no-cancel-running      no helper process: a CancelRequest then stops only
+                           a statement that waits for the engine, not one
+                           that runs
   --debug                  log sessions to stderr
   --help`
 
@@ -54,6 +57,7 @@ async function main(): Promise<number> {
         'max-statement-time': { type: 'string', default: '0' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
+        'no-cancel-running': { type: 'boolean', default: false },
         debug: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -108,6 +112,7 @@ async function main(): Promise<number> {
     createDatabaseOnConnect: args['create-database-on-connect'],
     role: args.role,
     debug: args.debug,
+    cancelRunning: !args['no-cancel-running'],
   })
   server.on('warning', (message: string) => console.warn(`pgwasm-server: warning: ${message}`))
   try {
