@@ -133,6 +133,8 @@ export class Multiplexer {
       lease.stopWhen(client.stopRequested)
       if (client.processId !== undefined && !client.closed) this.#clients.set(client.processId, client)
       this.#restoreSettings(client, lease)
+      // Its temporary relations by their names, and no other client's.
+      if (!client.closed && this.objects.switchTo(lease, client)) this.cacheEpoch++
       return work(lease)
     } finally {
       this.#endTerminated(lease)

@@ -6,15 +6,19 @@ import { concat, decodeUtf8, forEachFrame, queryMessage, quoteIdent, readInt32 }
  * Temporary relations, WITH HOLD cursors and SQL-level `PREPARE`d
  * statements live in the one engine session, not in a client's. Each is
  * noted as its client's when that client's batch made it, and dropped when
- * the client disconnects, as a PostgreSQL backend's go with it. They stay
- * visible to the other clients meanwhile: the engine has one temporary
- * schema and one portal and statement namespace (see the README).
+ * the client disconnects, as a PostgreSQL backend's go with it. A client's
+ * temporary relations go by their names only while it holds the engine:
+ * when another client takes it, they are renamed out of the way (hidden),
+ * so that each client sees its own `foo` and may make one while another
+ * client has one. Cursors and SQL-prepared statements stay visible to the
+ * other clients: the engine has one portal and statement namespace (see
+ * the README).
  */
 
 /** Relations in the session's temporary schema, holdable cursors and SQL-prepared statements, one key each. */
 const READ = queryMessage(
   `select 'r' || c.oid::text from pg_catalog.pg_class c where c.relnamespace = pg_catalog.pg_my_temp_schema() ` +
-    `and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') ` +
+    `and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f', 'i', 'I') ` +
     `union all select 'c' || name from pg_catalog.pg_cursors where is_holdable ` +
     `union all select 's' || name from pg_catalog.pg_prepared_statements where from_sql`,
 )
@@ -41,6 +45,10 @@ export class SessionObjects<Client> {
   readonly #owners = new Map<string, Client | undefined>()
   /** In-process callers may have made or dropped objects since the last read. */
   #stale = true
+  /** The client whose temporary relations go by their own names now. */
+  #shown: Client | undefined
+  /** Relations renamed out of the way while their client waits: oid -> its client, kind and own name. */
+  readonly #hidden = new Map<string, { owner: Client; kind: string; name: string }>()
 
   /** The engine went to in-process callers and back: what exists now is nobody's until read again. */
   markStale(): void {
@@ -61,9 +69,73 @@ export class SessionObjects<Client> {
     const keys = readKeys(lease)
     // An aborted transaction block cannot read the catalog: noted after a later batch.
     if (!keys) return
-    for (const key of this.#owners.keys()) if (!keys.has(key)) this.#owners.delete(key)
+    for (const key of this.#owners.keys()) {
+      if (keys.has(key)) continue
+      this.#owners.delete(key)
+      this.#hidden.delete(key.slice(1))
+    }
     for (const key of keys) if (!this.#owners.has(key)) this.#owners.set(key, client)
     this.#stale = false
+  }
+
+  /**
+   * Before a batch of `client` that takes the engine from another client
+   * (outside any transaction block): the temporary relations of the client
+   * shown so far are renamed out of the way, and `client`'s get their own
+   * names back. True when a name changed (SQL may resolve differently).
+   */
+  switchTo(lease: EngineLease, client: Client): boolean {
+    if (this.#shown === client) return false
+    const previous = this.#shown
+    this.#shown = client
+    const hid = previous !== undefined && this.#hide(lease, previous)
+    return this.#show(lease, client) || hid
+  }
+
+  #hide(lease: EngineLease, owner: Client): boolean {
+    const oids: string[] = []
+    for (const [key, who] of this.#owners) if (who === owner && key[0] === 'r' && !this.#hidden.has(key.slice(1))) oids.push(key.slice(1))
+    if (oids.length === 0) return false
+    // Names as they are now (the client may have renamed its own), and with
+    // them what was made on its tables by SQL that did not say temp: indexes,
+    // and views (Postgres makes a view on a temporary table temporary).
+    const set = `'{${oids.join(',')}}'::oid[]`
+    const rows = readRows(
+      lease,
+      queryMessage(
+        `select c.oid::text, c.relkind::text, c.relname::text from pg_catalog.pg_class c ` +
+          `where c.relnamespace = pg_catalog.pg_my_temp_schema() and (c.oid = any (${set}) ` +
+          `or c.oid in (select i.indexrelid from pg_catalog.pg_index i where i.indrelid = any (${set})) ` +
+          `or c.oid in (select r.ev_class from pg_catalog.pg_depend d join pg_catalog.pg_rewrite r on r.oid = d.objid ` +
+          `where d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass ` +
+          `and d.refobjid = any (${set})))`,
+      ),
+    )
+    if (!rows || rows.length === 0) return false
+    const list = rows
+      .map(([oid, kind, name]) => ({ oid: oid!, kind: kind!, from: name!, to: hiddenName(oid!) }))
+      .filter(({ oid }) => {
+        const who = this.#owners.get(`r${oid}`)
+        if (who !== undefined && who !== owner) return false
+        this.#owners.set(`r${oid}`, owner)
+        return !this.#hidden.has(oid)
+      })
+    if (list.length === 0) return false
+    lease.execProtocolRawStream(renames(list), () => {})
+    for (const { oid, kind, from } of list) this.#hidden.set(oid, { owner, kind, name: from })
+    return true
+  }
+
+  #show(lease: EngineLease, owner: Client): boolean {
+    const list: { kind: string; from: string; to: string }[] = []
+    for (const [oid, hidden] of this.#hidden) {
+      if (hidden.owner !== owner) continue
+      this.#hidden.delete(oid)
+      list.push({ kind: hidden.kind, from: hiddenName(oid), to: hidden.name })
+    }
+    if (list.length === 0) return false
+    lease.execProtocolRawStream(renames(list), () => {})
+    return true
   }
 
   /**
@@ -72,6 +144,8 @@ export class SessionObjects<Client> {
    * when it made nothing.
    */
   takeCleanup(client: Client): Uint8Array {
+    if (this.#shown === client) this.#shown = undefined
+    for (const [oid, hidden] of this.#hidden) if (hidden.owner === client) this.#hidden.delete(oid)
     const relations: string[] = []
     const sql: string[] = []
     for (const [key, owner] of this.#owners) {
@@ -88,17 +162,51 @@ export class SessionObjects<Client> {
 }
 
 function readKeys(lease: EngineLease): Set<string> | undefined {
+  const rows = readRows(lease, READ)
+  return rows && new Set(rows.map((row) => row[0]!))
+}
+
+/** The text columns of the rows `message` (a Query) returns; undefined when it failed. */
+function readRows(lease: EngineLease, message: Uint8Array): string[][] | undefined {
   const chunks: Uint8Array[] = []
-  lease.execProtocolRawStream(READ, (bytes) => chunks.push(bytes.slice()))
+  lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
   const reply = concat(chunks)
-  const keys = new Set<string>()
+  const rows: string[][] = []
   let failed = false
   forEachFrame(reply, (type, start) => {
-    // DataRow: one column, its length, then the text.
-    if (type === 0x44) keys.add(decodeUtf8(reply.subarray(start + 6, start + 6 + readInt32(reply, start + 2))))
-    else if (type === 0x45) failed = true
+    if (type === 0x45) failed = true
+    if (type !== 0x44) return
+    // DataRow: a column count, then each column's length and text (no NULLs here).
+    const row: string[] = []
+    let at = start + 2
+    for (let n = (reply[start]! << 8) | reply[start + 1]!; n > 0; n--) {
+      const length = readInt32(reply, at)
+      row.push(decodeUtf8(reply.subarray(at + 4, at + 4 + length)))
+      at += 4 + length
+    }
+    rows.push(row)
   })
-  return failed ? undefined : keys
+  return failed ? undefined : rows
+}
+
+/** The ALTER that renames a relation of each kind. */
+const ALTER: Readonly<Record<string, string>> = {
+  r: 'TABLE',
+  p: 'TABLE',
+  f: 'FOREIGN TABLE',
+  v: 'VIEW',
+  m: 'MATERIALIZED VIEW',
+  S: 'SEQUENCE',
+  i: 'INDEX',
+  I: 'INDEX',
+}
+
+/** What a waiting client's relation is called meanwhile: its oid makes the name unique. */
+const hiddenName = (oid: string): string => `pgwasm_hidden_${oid}`
+
+/** Each rename its own Query: one that fails (its name was taken meanwhile) does not stop the others. */
+function renames(list: readonly { kind: string; from: string; to: string }[]): Uint8Array {
+  return concat(list.map(({ kind, from, to }) => queryMessage(`ALTER ${ALTER[kind] ?? 'TABLE'} pg_temp.${quoteIdent(from)} RENAME TO ${quoteIdent(to)}`)))
 }
 
 function dropRelations(oids: readonly string[]): string {
@@ -107,7 +215,8 @@ function dropRelations(oids: readonly string[]): string {
     `FOR r IN SELECT c.oid::regclass AS name, c.relkind FROM pg_catalog.pg_class c ` +
     `WHERE c.oid = ANY ('{${oids.join(',')}}'::oid[]) AND c.relnamespace = pg_catalog.pg_my_temp_schema() LOOP ` +
     `BEGIN EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE', ` +
-    `CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.name); ` +
+    `CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ` +
+    `WHEN 'i' THEN 'INDEX' WHEN 'I' THEN 'INDEX' ELSE 'TABLE' END, r.name); ` +
     `EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; END $pgwasm$`
   )
 }

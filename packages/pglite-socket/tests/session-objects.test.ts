@@ -90,4 +90,38 @@ describe("a client's temporary relations, held cursors and SQL-prepared statemen
     expect((await bRead).rows).toEqual([{ n: 0 }])
     await endQuietly(b)
   })
+
+  it("are each client's own while it is connected: two clients keep a temp table, view, sequence and index of the same names apart", async () => {
+    const a = await served.connect()
+    const b = await served.connect()
+    const make = async (c: typeof a, who: string): Promise<void> => {
+      await c.query('create temp table foo (id serial primary key, who text)')
+      await c.query('create index foo_who on foo (who)')
+      await c.query('create temp view foo_view as select who from foo')
+      await c.query('create temp sequence foo_seq start 100')
+      await c.query('insert into foo (who) values ($1), ($1)', [who])
+    }
+    await make(a, 'a')
+    // b does not see a's table while a is connected, as no PostgreSQL backend sees another's.
+    await expect(b.query('select * from foo')).rejects.toMatchObject({ code: '42P01' })
+    await make(b, 'b')
+    for (let round = 0; round < 3; round++) {
+      expect((await a.query('select who, count(*)::int as n from foo_view group by who')).rows).toEqual([{ who: 'a', n: 2 + round }])
+      expect((await b.query('select who, count(*)::int as n from foo_view group by who')).rows).toEqual([{ who: 'b', n: 2 + round }])
+      await Promise.all([a.query("insert into foo (who) values ('a')"), b.query("insert into foo (who) values ('b')")])
+    }
+    expect((await a.query("select nextval('foo_seq')::int as v")).rows).toEqual([{ v: 100 }])
+    expect((await b.query("select nextval('foo_seq')::int as v")).rows).toEqual([{ v: 100 }])
+    // Inside a transaction block too, and a prepared statement of each keeps reading its own table.
+    await a.query('begin')
+    expect((await a.query({ name: 'mine', text: 'select count(*)::int as n from foo where who = $1', values: ['a'] })).rows).toEqual([{ n: 5 }])
+    await a.query('commit')
+    expect((await b.query({ name: 'mine', text: 'select count(*)::int as n from foo where who = $1', values: ['b'] })).rows).toEqual([{ n: 5 }])
+    expect((await a.query({ name: 'mine', values: ['a'] })).rows).toEqual([{ n: 5 }])
+    await endQuietly(a)
+    // a's go with it; b's stay, by their names.
+    expect((await b.query("select count(*)::int as n from foo where who = 'b'")).rows).toEqual([{ n: 5 }])
+    await eventually(async () => (await count("select count(*)::int as n from pg_class where relnamespace = pg_my_temp_schema() and relkind = 'r'")) === 1, "a's table is dropped")
+    await endQuietly(b)
+  })
 })
