@@ -98,5 +98,7 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
   })
   // The server's process is gone: nothing is left to help.
   process.on('disconnect', () => process.exit(0))
+  // Ctrl-C in a terminal reaches the whole process group: the server decides whether to stop.
+  process.on('SIGINT', () => {})
   send({ type: 'ready' })
 }

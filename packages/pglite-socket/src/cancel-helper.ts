@@ -9,8 +9,8 @@ import { cancelHelperProgram } from './cancel-helper-program.js'
 const SLOTS = 256
 /** The board: the count of cancels (u32) and then SLOTS slots of seq, pid and secret (u32 each). */
 const BOARD_BYTES = 4 + SLOTS * 12
-/** How long a server waits for the helper before it serves without one. */
-const START_TIMEOUT_MS = 5_000
+/** How long a server waits for the helper before it serves without one (it starts in about 50 ms). */
+const START_TIMEOUT_MS = 3_000
 /** How long the helper outlives the last server it helps, for one that starts soon after. */
 const LINGER_MS = 2_000
 
@@ -41,9 +41,14 @@ type HelperMessage =
 export class CancelHelper {
   static #shared: Promise<CancelHelper | undefined> | undefined
 
-  /** The process's helper, started on first use; undefined where it cannot run (Windows) or did not start. */
+  /**
+   * The process's helper, started on first use; undefined where it cannot
+   * run (Windows; a runtime whose executable is not Node's: Bun, Electron)
+   * or did not start.
+   */
   static shared(): Promise<CancelHelper | undefined> {
-    if (process.platform === 'win32') return Promise.resolve(undefined)
+    const versions = process.versions as Record<string, string | undefined>
+    if (process.platform === 'win32' || versions.bun !== undefined || versions.electron !== undefined) return Promise.resolve(undefined)
     CancelHelper.#shared ??= CancelHelper.#start().catch(() => {
       CancelHelper.#shared = undefined
       return undefined

@@ -8,13 +8,17 @@ import {
   HOST,
   backendKey,
   endQuietly,
+  freePort,
   hasProgram,
   libpqEnv,
+  pgClient,
   queryFrame,
   sendCancelRequest,
   startupPacket,
+  useDatabase,
   within,
 } from './helpers.js'
+import { PGliteServer } from '../src/index.js'
 
 /*
  * A statement that runs is stopped by its client's CancelRequest, or by its
@@ -137,6 +141,22 @@ describe('stopping a running statement', () => {
       expect(performance.now() - started).toBeLessThan(10_000)
     } finally {
       await endQuietly(b)
+    }
+  })
+})
+
+describe('the cancel helper', () => {
+  const database = useDatabase()
+
+  it('lets go of the port when the server stops: a new server listens on it at once, and serves', async () => {
+    const port = await freePort()
+    for (let round = 0; round < 2; round++) {
+      const server = new PGliteServer({ db: database.db, port })
+      await server.start()
+      const c = await pgClient(port)
+      expect((await c.query('select $1::int as round', [round])).rows).toEqual([{ round }])
+      await c.end()
+      await server.stop()
     }
   })
 })
