@@ -1,7 +1,7 @@
 /**
  * The program of the cancel helper process (cancel-helper.ts). It is sent to
  * `node -e` as the text of {@link cancelHelperProgram}, so it imports
- * nothing and reaches Node's modules through `require`.
+ * nothing and reaches Node's modules through `process.getBuiltinModule`.
  *
  * It accepts on the listening sockets the server shares with it. A
  * CancelRequest is written to the board, a file the server reads while the
@@ -10,7 +10,8 @@
  * the bytes read from it.
  */
 export function cancelHelperProgram(boardPath: string, slots: number): void {
-  const fs = require('node:fs') as typeof import('node:fs')
+  // Not `require`: a bundler turns it into a helper the sent text does not carry.
+  const fs = process.getBuiltinModule('node:fs')
   type Server = import('node:net').Server
   type Socket = import('node:net').Socket
   const CANCEL_CODE = 80877102

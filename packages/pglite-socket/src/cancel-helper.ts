@@ -40,6 +40,8 @@ type HelperMessage =
  */
 export class CancelHelper {
   static #shared: Promise<CancelHelper | undefined> | undefined
+  /** Why the last start failed, for the server's warning. */
+  static startError: Error | undefined
 
   /**
    * The process's helper, started on first use; undefined where it cannot
@@ -49,10 +51,17 @@ export class CancelHelper {
   static shared(): Promise<CancelHelper | undefined> {
     const versions = process.versions as Record<string, string | undefined>
     if (process.platform === 'win32' || versions.bun !== undefined || versions.electron !== undefined) return Promise.resolve(undefined)
-    CancelHelper.#shared ??= CancelHelper.#start().catch(() => {
-      CancelHelper.#shared = undefined
-      return undefined
-    })
+    CancelHelper.#shared ??= CancelHelper.#start().then(
+      (helper) => {
+        CancelHelper.startError = undefined
+        return helper
+      },
+      (err: unknown) => {
+        CancelHelper.#shared = undefined
+        CancelHelper.startError = err instanceof Error ? err : new Error(String(err))
+        return undefined
+      },
+    )
     return CancelHelper.#shared
   }
 
@@ -85,7 +94,7 @@ export class CancelHelper {
   readonly #board: number
   readonly #read = Buffer.alloc(BOARD_BYTES)
   readonly #servers = new Map<string, HelpedServer>()
-  readonly #replies = new Map<string, () => void>()
+  readonly #replies = new Map<string, (failure?: Error) => void>()
   #nextKey = 0
   /** The last cancel the board was read up to. */
   #scanned = 0
@@ -102,8 +111,8 @@ export class CancelHelper {
     child.unref()
     ;(child.channel as { unref?: () => void } | null | undefined)?.unref?.()
     child.on('message', (message: HelperMessage, handle?: Socket) => this.#receive(message, handle))
-    child.on('error', () => this.#end())
-    child.on('exit', () => this.#end())
+    child.on('error', (err) => this.#end(err))
+    child.on('exit', (code, signal) => this.#end(new Error(`the cancel helper exited (${signal ?? `code ${code}`})`)))
   }
 
   /**
@@ -187,25 +196,26 @@ export class CancelHelper {
         this.#replies.delete(name)
         reject(new Error(`the cancel helper did not answer '${name}'`))
       }, START_TIMEOUT_MS)
-      this.#replies.set(name, () => {
+      this.#replies.set(name, (failure?: Error) => {
         clearTimeout(timer)
         this.#replies.delete(name)
-        resolve()
+        if (failure) reject(failure)
+        else resolve()
       })
     })
   }
 
   #stop(): void {
     if (this.#servers.size > 0) return
-    this.#end()
+    this.#end(new Error('the cancel helper was stopped'))
     this.#child.kill()
   }
 
-  #end(): void {
+  #end(why: Error): void {
     if (this.#gone) return
     this.#gone = true
     if (CancelHelper.#shared) CancelHelper.#shared = undefined
     closeSync(this.#board)
-    for (const resolve of this.#replies.values()) resolve()
+    for (const settle of [...this.#replies.values()]) settle(why)
   }
 }

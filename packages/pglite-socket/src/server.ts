@@ -138,6 +138,7 @@ export class PGliteServer extends EventEmitter {
     }
     this.#server = server
     const helper = await helping
+    if (!helper && CancelHelper.startError) this.#warn(`a running statement cannot be canceled: ${CancelHelper.startError.message}`)
     if (helper) {
       this.#unhelp = await helper
         .serve(server, {

@@ -407,7 +407,7 @@ const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'l
 /** How long the CLI may take to print what a test waits for. */
 const CLI_MS = 60_000
 
-/** The CLI as a child process (run through tsx from source), killed in `kill()`. */
+/** The CLI as a child process (through tsx from source, or built), killed in `kill()`. */
 export class Cli {
   readonly child: ChildProcess
   stdout = ''
@@ -415,8 +415,10 @@ export class Cli {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   readonly #printed = new Waiters()
 
-  constructor(args: string[]) {
-    this.child = spawn(process.execPath, ['--import', tsxLoader, cliPath, ...args], {
+  /** `built`: the bundled `dist/cli.js`, as installed, instead of the source. */
+  constructor(args: string[], { built = false }: { built?: boolean } = {}) {
+    const entry = built ? [join(packageDir, 'dist', 'cli.js')] : ['--import', tsxLoader, cliPath]
+    this.child = spawn(process.execPath, [...entry, ...args], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: cliEnv(),
