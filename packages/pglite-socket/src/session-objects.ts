@@ -1,4 +1,5 @@
 import type { EngineLease } from '@pgwasm/pglite'
+import type { OthersObjects } from './own-scope.js'
 import { mentions } from './unnamed-cache.js'
 import { concat, decodeUtf8, forEachFrame, queryMessage, quoteIdent, readInt32 } from './wire.js'
 
@@ -76,6 +77,17 @@ export class SessionObjects<Client> {
     }
     for (const key of keys) if (!this.#owners.has(key)) this.#owners.set(key, client)
     this.#stale = false
+  }
+
+  /** What clients other than `client` made: a statement of `client` that acts on the whole session leaves it (own-scope.ts). */
+  othersOf(client: Client): OthersObjects {
+    const others = { relations: [] as string[], cursors: [] as string[], statements: [] as string[] }
+    for (const [key, owner] of this.#owners) {
+      if (owner === client || owner === undefined) continue
+      const list = key[0] === 'r' ? others.relations : key[0] === 'c' ? others.cursors : others.statements
+      list.push(key.slice(1))
+    }
+    return others
   }
 
   /**

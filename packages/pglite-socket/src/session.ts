@@ -16,6 +16,7 @@ import { StatementRenamer } from './rename.js'
 import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from './unnamed-cache.js'
 import { sessionObjectsMayChange } from './session-objects.js'
 import { mayNameInternal, withoutForeignNames } from './foreign-names.js'
+import { mayReachEveryClient, ownScoped } from './own-scope.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { mayWaitForAdvisoryLock, refusedForBusyLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
@@ -550,11 +551,17 @@ export class Session implements MuxClient {
           }
           if (changesListens) listenChanged = true
         }
+        let sql: string | undefined
         if (mayNameInternal(buffer, sqlStart, sqlEnd)) {
           // Another client's statements and portals are not this client's to run, drop or read.
-          const safe = withoutForeignNames(decodeUtf8(buffer.subarray(sqlStart, sqlEnd)), this.processId)
-          if (safe !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, safe)
+          sql = withoutForeignNames(decodeUtf8(buffer.subarray(sqlStart, sqlEnd)), this.processId)
         }
+        if (mayReachEveryClient(buffer, sqlStart, sqlEnd)) {
+          // Nor are they this client's to drop all at once.
+          const text = sql ?? decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
+          sql = ownScoped(text, this.processId, () => this.#mux!.objects.othersOf(this), this.#inTransaction) ?? sql
+        }
+        if (sql !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, sql)
       }
       if (EXTENDED_TYPES.has(type)) this.#unsynced = true
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
