@@ -1,5 +1,6 @@
 import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/assets.js'
 import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backend.js'
+import type { EngineSnapshot } from './engine/snapshot.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
 import { ARRAY_TYPES_SQL, getTemplate, knownArrayTypes, rememberArrayTypes, templateKey, type ArrayTypeRow } from './engine/template.js'
@@ -413,10 +414,14 @@ export class PGlite implements AsyncDisposable {
     }
     let backend: Backend
     let savedArrayTypes: readonly ArrayTypeRow[] | undefined
+    let cloneSource: EngineSnapshot | undefined
     const onLog = this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined
     try {
       if (opts.cloneOf) {
         backend = await restoreCopy(assets, opts.cloneOf, onLog, contrib)
+        // Inside the source's turn: the snapshot the copy came from, kept until the source runs again.
+        cloneSource = opts.cloneOf.snapshot()
+        savedArrayTypes = cloneArrayTypes.get(cloneSource)
       } else {
         const backendOptions = {
           mount,
@@ -471,6 +476,7 @@ export class PGlite implements AsyncDisposable {
     const known = fresh ? knownArrayTypes(assets, templateOptions) : savedArrayTypes
     const arrayTypes = this.#registerArrayTypes(runner, known)
     if (fresh && !known) rememberArrayTypes(assets, templateOptions, arrayTypes)
+    if (cloneSource && !known) cloneArrayTypes.set(cloneSource, arrayTypes)
     this.#ready = true
     if (addOns.ready.length > 0) await this.#attachAddOns(addOns.ready)
   }
@@ -1307,6 +1313,13 @@ function withFsDataDir(opts: PGliteOptions): PGliteOptions {
 }
 
 /** The array types saved beside a state, or undefined when the note is missing or not a list of rows. */
+/**
+ * The catalog's array types as the first copy of a snapshot read them: a
+ * later copy of the same snapshot (clones of an unchanged source) has the
+ * same catalog, and need not ask again.
+ */
+const cloneArrayTypes = new WeakMap<EngineSnapshot, readonly ArrayTypeRow[]>()
+
 function parseArrayTypes(note: string | undefined): readonly ArrayTypeRow[] | undefined {
   if (note === undefined) return undefined
   try {

@@ -98,6 +98,23 @@ describe('clone() of an unchanged source reuses its snapshot', () => {
     }
     await source.close()
   })
+
+  it("parses arrays of the types the source had at each clone: a later clone of an unchanged source too, and a clone after a new type", async () => {
+    const source = await PGlite.create()
+    await source.exec("create type mood as enum ('sad', 'ok', 'happy')")
+    // The source's own parsers were made before the type; each copy reads its catalog.
+    const moods = async (db: PGlite): Promise<unknown> => (await db.query<{ m: unknown }>(`select array['ok', 'happy']::mood[] as m`)).rows[0]!.m
+    const first = await source.clone()
+    const second = await source.clone()
+    expect(await moods(first)).toEqual(['ok', 'happy'])
+    expect(await moods(second)).toEqual(['ok', 'happy'])
+    await source.exec("create type size as enum ('s', 'm')")
+    const third = await source.clone()
+    expect((await third.query<{ s: unknown }>(`select array['m']::size[] as s`)).rows[0]!.s).toEqual(['m'])
+    // A copy made before the new type does not know it, as its catalog does not.
+    await expect(second.query(`select array['m']::size[] as s`)).rejects.toMatchObject({ code: '42704' })
+    for (const db of [first, second, third, source]) await db.close()
+  })
 })
 
 describe('module sizes', () => {
