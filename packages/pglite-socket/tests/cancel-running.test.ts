@@ -16,6 +16,7 @@ import {
   sendCancelRequest,
   startupPacket,
   useDatabase,
+  withRawClient,
   within,
 } from './helpers.js'
 import { PGliteServer } from '../src/index.js'
@@ -132,6 +133,21 @@ describe('stopping a running statement', () => {
     } finally {
       if (psql.exitCode === null) psql.kill('SIGKILL')
     }
+  })
+
+  it('a client that sends its next queries while a long one runs gets every answer, in order (its bytes read early are kept)', async () => {
+    await withRawClient(port, async (raw) => {
+      raw.write(queryFrame('select pg_sleep(0.4)'))
+      await sleep(150)
+      // Read from the socket while the engine works, to see whether the client left: they must still run, after it.
+      raw.write(Buffer.concat([queryFrame('select 1 as n'), queryFrame("select 'two' as t")]))
+      const answers: string[] = []
+      for (let i = 0; i < 3; i++) {
+        const messages = await within(raw.until('Z'), 10_000, `answer ${i + 1}`)
+        answers.push(messages.map((m) => m.type).join(''))
+      }
+      expect(answers).toEqual(['TDCZ', 'TDCZ', 'TDCZ'])
+    })
   })
 
   it('a client that leaves mid-statement has it stopped and its transaction rolled back; the next client is served at once', async () => {
