@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util'
 import { PGlite } from '@pgwasm/pglite'
 import { AUTH_METHODS, type AuthMethod } from './auth.js'
+import { CancelHelper } from './cancel-helper.js'
 import { PGliteServer } from './server.js'
 
 const HELP = `pgwasm-server: serve a pgwasm database over the PostgreSQL protocol
@@ -89,6 +90,8 @@ async function main(): Promise<number> {
   const authMethod = args['auth-method'] as AuthMethod
   if (!AUTH_METHODS.includes(authMethod)) return usage(`--auth-method must be one of ${AUTH_METHODS.join(', ')}`)
 
+  // Started beside the database's start rather than after it (server.start() would start it too).
+  if (!args['no-cancel-running']) void CancelHelper.shared()
   let db: PGlite
   try {
     db = await PGlite.create(args.db)
@@ -133,6 +136,8 @@ async function main(): Promise<number> {
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))
   })
+  // Serving means a CancelRequest can stop a running statement too (a warning said so where it cannot).
+  await server.cancelReady
   console.log(`pgwasm-server: serving ${args.db} at ${server.connectionString}`)
   await stopped
   await server.stop()

@@ -56,6 +56,7 @@ export class PGliteServer extends EventEmitter {
   #server: Server | undefined
   #address: ServerAddress | undefined
   #unhelp: (() => Promise<void>) | undefined
+  #helped: Promise<boolean> | undefined
 
   constructor(options: PGliteServerOptions) {
     super()
@@ -137,26 +138,55 @@ export class PGliteServer extends EventEmitter {
       this.#address = { host: info.address, port: info.port }
     }
     this.#server = server
-    const helper = await helping
-    if (!helper && CancelHelper.startError) this.#warn(`a running statement cannot be canceled: ${CancelHelper.startError.message}`)
-    if (helper) {
-      this.#unhelp = await helper
-        .serve(server, {
-          connection: (socket, head) => {
-            if (this.#server !== server) return void socket.destroy()
-            socket.setNoDelay(true)
-            this.#accept(socket, head)
-          },
-          cancel: (processId, secret) => this.#host.cancel(processId, secret),
-        })
-        .catch((err: unknown) => {
-          this.#warn(`a running statement cannot be canceled: ${err instanceof Error ? err.message : String(err)}`)
-          return undefined
-        })
-      if (this.#unhelp) this.#host.cancelHelper = helper
-    }
+    // Not awaited: spawning the helper would add about 0.1 s to the first start of a process.
+    this.#helped = helping ? this.#attachHelper(server, helping) : Promise.resolve(false)
     this.emit('listening', this.#address)
     return this.#address
+  }
+
+  /**
+   * Resolves once a CancelRequest can stop a running statement (the cancel
+   * helper shares the listening socket): true, or false where it cannot
+   * (`cancelRunning: false`, Windows, a helper that did not start; the
+   * server warns then). Until then only a waiting statement can be canceled.
+   */
+  get cancelReady(): Promise<boolean> {
+    return this.#helped ?? Promise.resolve(false)
+  }
+
+  async #attachHelper(server: Server, helping: Promise<CancelHelper | undefined>): Promise<boolean> {
+    const helper = await helping
+    if (!helper) {
+      if (CancelHelper.startError) this.#warn(`a running statement cannot be canceled: ${CancelHelper.startError.message}`)
+      return false
+    }
+    if (this.#server !== server) return false
+    const unhelp = await helper
+      .serve(server, {
+        connection: (socket, head) => {
+          if (this.#server !== server) return void socket.destroy()
+          socket.setNoDelay(true)
+          this.#accept(socket, head)
+        },
+        cancel: (processId, secret) => this.#host.cancel(processId, secret),
+      })
+      .catch((err: unknown) => {
+        this.#warn(`a running statement cannot be canceled: ${err instanceof Error ? err.message : String(err)}`)
+        return undefined
+      })
+    if (!unhelp) return false
+    this.#unhelp = unhelp
+    this.#host.cancelHelper = helper
+    // Stopped meanwhile: stop() found nothing to undo yet.
+    if (this.#server !== server) await this.#releaseHelper()
+    return this.#server === server
+  }
+
+  async #releaseHelper(): Promise<void> {
+    const unhelp = this.#unhelp
+    this.#unhelp = undefined
+    this.#host.cancelHelper = undefined
+    await unhelp?.()
   }
 
   /** A new connection; `head`: what the cancel helper already read of it. */
@@ -226,8 +256,9 @@ export class PGliteServer extends EventEmitter {
     if (!server) return
     this.#server = undefined
     // The helper stops accepting on the port first: it must be free once stop() resolves.
-    await this.#unhelp?.()
-    this.#unhelp = undefined
+    await this.#helped
+    this.#helped = undefined
+    await this.#releaseHelper()
     const closed = new Promise<void>((resolve) => server.close(() => resolve()))
     const sessions = [...this.#sessions]
     for (const s of sessions) s.disconnected()

@@ -172,6 +172,16 @@ describe('stopping a running statement', () => {
 describe('the cancel helper', () => {
   const database = useDatabase()
 
+  it('is left out with cancelRunning: false, and cancelReady says so', async () => {
+    const server = new PGliteServer({ db: database.db, port: 0, cancelRunning: false })
+    await server.start()
+    try {
+      expect(await server.cancelReady).toBe(false)
+    } finally {
+      await server.stop()
+    }
+  })
+
   it('works from the bundled CLI, as installed: a CancelRequest stops a running pg_sleep', async () => {
     const cli = new Cli(['--port', '0'], { built: true })
     try {
@@ -202,6 +212,7 @@ describe('the cancel helper', () => {
     for (let round = 0; round < 2; round++) {
       const server = new PGliteServer({ db: database.db, port })
       await server.start()
+      expect(await server.cancelReady).toBe(true)
       const c = await pgClient(port)
       expect((await c.query('select $1::int as round', [round])).rows).toEqual([{ round }])
       await c.end()
