@@ -1,3 +1,4 @@
+import { dropTempRelations } from './session-objects.js'
 import { dollarQuote } from './session-settings.js'
 import { splitStatements, type SqlStatement } from './sql-split.js'
 import { mentions } from './unnamed-cache.js'
@@ -42,10 +43,11 @@ export function mayReachEveryClient(bytes: Uint8Array, from: number, to: number)
 export function ownScoped(sql: string, pid: number, others: () => OthersObjects, inTransaction: boolean): string | undefined {
   let out = ''
   let last = 0
+  let othersNow: OthersObjects | undefined
   for (const statement of splitStatements(sql)) {
     const kind = kindOf(statement, inTransaction)
     if (kind === undefined) continue
-    out += sql.slice(last, statement.start) + doBlock(kind, pid, others())
+    out += sql.slice(last, statement.start) + doBlock(kind, pid, (othersNow ??= others()))
     last = statement.end
   }
   return last === 0 ? undefined : out + sql.slice(last)
@@ -82,18 +84,14 @@ function doBlock(kind: Kind, pid: number, others: OthersObjects): string {
     `FOR s IN SELECT name FROM pg_catalog.pg_cursors WHERE name <> '' AND NOT pg_catalog.starts_with(name, '<unnamed portal') AND (${own} ` +
     `OR (NOT ${foreign} AND NOT name = ANY (${textArray(others.cursors)}))) LOOP ` +
     `EXECUTE 'CLOSE ' || pg_catalog.quote_ident(s); END LOOP; `
-  const temp =
-    `FOR s IN SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_class c ` +
-    `WHERE c.relnamespace = pg_catalog.pg_my_temp_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') ` +
-    `AND NOT c.oid::pg_catalog.text = ANY (${textArray(others.relations)}) LOOP ` +
-    `BEGIN EXECUTE 'DROP ' || CASE (SELECT relkind FROM pg_catalog.pg_class WHERE oid = s::pg_catalog.regclass) ` +
-    `WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END ` +
-    `|| ' IF EXISTS ' || s || ' CASCADE'; EXCEPTION WHEN undefined_table THEN NULL; END; END LOOP; `
+  const temp = dropTempRelations(
+    `c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND NOT c.oid::pg_catalog.text = ANY (${textArray(others.relations)})`,
+  )
   let body: string
   if (kind === 'deallocate') body = deallocate
   else if (kind === 'close') body = close
   else if (kind === 'temp') body = temp
   // DISCARD ALL, as Postgres spells it out, each part for this client only (its advisory locks are its own already).
   else body = `${close}EXECUTE 'SET SESSION AUTHORIZATION DEFAULT'; EXECUTE 'RESET ALL'; ${deallocate}EXECUTE 'UNLISTEN *'; PERFORM pg_catalog.pg_advisory_unlock_all(); EXECUTE 'DISCARD PLANS'; ${temp}EXECUTE 'DISCARD SEQUENCES'; `
-  return `DO ${dollarQuote(`DECLARE s pg_catalog.text; BEGIN ${body}END`, 'pgwasm')}`
+  return `DO ${dollarQuote(`DECLARE s pg_catalog.text; r record; BEGIN ${body}END`, 'pgwasm')}`
 }

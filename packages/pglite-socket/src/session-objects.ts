@@ -201,8 +201,8 @@ function readRows(lease: EngineLease, message: Uint8Array): string[][] | undefin
   return failed ? undefined : rows
 }
 
-/** The ALTER that renames a relation of each kind. */
-const ALTER: Readonly<Record<string, string>> = {
+/** The keyword that names each kind of relation in ALTER and DROP. */
+const RELATION_KIND: Readonly<Record<string, string>> = {
   r: 'TABLE',
   p: 'TABLE',
   f: 'FOREIGN TABLE',
@@ -218,17 +218,25 @@ const hiddenName = (oid: string): string => `pgwasm_hidden_${oid}`
 
 /** Each rename its own Query: one that fails (its name was taken meanwhile) does not stop the others. */
 function renames(list: readonly { kind: string; from: string; to: string }[]): Uint8Array {
-  return concat(list.map(({ kind, from, to }) => queryMessage(`ALTER ${ALTER[kind] ?? 'TABLE'} pg_temp.${quoteIdent(from)} RENAME TO ${quoteIdent(to)}`)))
+  return concat(list.map(({ kind, from, to }) => queryMessage(`ALTER ${RELATION_KIND[kind] ?? 'TABLE'} pg_temp.${quoteIdent(from)} RENAME TO ${quoteIdent(to)}`)))
+}
+
+/**
+ * A PL/pgSQL loop (its block declares `r record`) that drops, CASCADE, each
+ * relation of the session's temporary schema that `condition` selects (on
+ * `c`, its pg_class row). One already gone (a cascade took it) or that
+ * cannot go is skipped, so it does not stop the others.
+ */
+export function dropTempRelations(condition: string): string {
+  const kinds = Object.entries(RELATION_KIND).map(([kind, keyword]) => `WHEN '${kind}' THEN '${keyword}'`).join(' ')
+  return (
+    `FOR r IN SELECT c.oid::pg_catalog.regclass AS name, c.relkind FROM pg_catalog.pg_class c ` +
+    `WHERE c.relnamespace = pg_catalog.pg_my_temp_schema() AND (${condition}) LOOP ` +
+    `BEGIN EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE', CASE r.relkind ${kinds} ELSE 'TABLE' END, r.name); ` +
+    `EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; `
+  )
 }
 
 function dropRelations(oids: readonly string[]): string {
-  return (
-    `DO $pgwasm$ DECLARE r record; BEGIN ` +
-    `FOR r IN SELECT c.oid::regclass AS name, c.relkind FROM pg_catalog.pg_class c ` +
-    `WHERE c.oid = ANY ('{${oids.join(',')}}'::oid[]) AND c.relnamespace = pg_catalog.pg_my_temp_schema() LOOP ` +
-    `BEGIN EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE', ` +
-    `CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ` +
-    `WHEN 'i' THEN 'INDEX' WHEN 'I' THEN 'INDEX' ELSE 'TABLE' END, r.name); ` +
-    `EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; END $pgwasm$`
-  )
+  return `DO $pgwasm$ DECLARE r record; BEGIN ${dropTempRelations(`c.oid = ANY ('{${oids.join(',')}}'::oid[])`)}END $pgwasm$`
 }
