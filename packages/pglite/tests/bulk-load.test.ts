@@ -43,4 +43,31 @@ describe('bulk loads into an in-memory database', () => {
     await clone.close()
     await db.close()
   })
+
+  it('a relation past 32 MB (grown in place) keeps its rows through a shrink, a regrowth and a clone', async () => {
+    const db = await PGlite.create()
+    const sum = async (on: PGlite): Promise<{ n: number; s: string }> =>
+      (await on.query<{ n: number; s: string }>(`select count(*)::int as n, md5(string_agg(v, '' order by id)) as s from t`)).rows[0]!
+    await db.exec(`create table t (id int, v text); insert into t select g, repeat(chr(65 + g % 26), 1000) from generate_series(1, 50000) g`)
+    expect((await db.query<{ n: number }>(`select pg_relation_size('t')::int as n`)).rows[0]!.n).toBeGreaterThan(48 * 1024 * 1024)
+    await db.exec('checkpoint')
+    const before = await sum(db)
+    const clone = await db.clone()
+    // The clone shares the source's file: neither side's writes may reach the other.
+    await db.exec(`delete from t where id > 20000`)
+    await db.exec(`vacuum t`)
+    expect((await db.query<{ n: number }>(`select pg_relation_size('t')::int as n`)).rows[0]!.n).toBeLessThan(24 * 1024 * 1024)
+    await db.exec(`insert into t select g, repeat('z', 1000) from generate_series(20001, 60000) g`)
+    await db.exec('checkpoint')
+    await clone.exec(`insert into t select g, repeat('q', 1000) from generate_series(50001, 70000) g; checkpoint`)
+    expect(await sum(clone)).toEqual((await clone.query<{ n: number; s: string }>(`
+      select 70000 as n, md5(string_agg(case when g <= 50000 then repeat(chr(65 + g % 26), 1000) else repeat('q', 1000) end, '' order by g)) as s
+      from generate_series(1, 70000) g`)).rows[0])
+    expect(await sum(db)).toEqual((await db.query<{ n: number; s: string }>(`
+      select 60000 as n, md5(string_agg(case when g <= 20000 then repeat(chr(65 + g % 26), 1000) else repeat('z', 1000) end, '' order by g)) as s
+      from generate_series(1, 60000) g`)).rows[0])
+    expect(before.n).toBe(50000)
+    await clone.close()
+    await db.close()
+  })
 })
