@@ -1,7 +1,7 @@
 import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/assets.js'
 import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backend.js'
 import type { EngineSnapshot } from './engine/snapshot.js'
-import type { DataTree } from './engine/pgdata-tree.js'
+import { treeRelationBytes, type DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
 import { ARRAY_TYPES_SQL, getTemplate, knownArrayTypes, rememberArrayTypes, templateKey, type ArrayTypeRow } from './engine/template.js'
 import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
@@ -184,6 +184,8 @@ export class PGlite implements AsyncDisposable {
   #closePromise: Promise<void> | undefined
   /** Starts the engine again on what the database stores: its directory, or its idb:// store. */
   #restart: (() => Promise<Backend>) | undefined
+  /** A directory database (Node): its close leaves a note for the next open. */
+  #onDisk = false
   /** How many times the engine was started again after it died. */
   #restarts = 0
   #inTransaction = false
@@ -350,6 +352,7 @@ export class PGlite implements AsyncDisposable {
     }
     const loadTree = opts.loadDataTree ?? loadedTree
     let mount: DataDirMount
+    let relationBytes: number | undefined
     let createdInStore = false
     /** An idb:// database read again from IndexedDB, for a new engine after one died. */
     let reopenStore: (() => Promise<DataTree>) | undefined
@@ -389,7 +392,10 @@ export class PGlite implements AsyncDisposable {
       // Loaded only if Postgres must boot: a snapshot restore needs no template.
       mount = { kind: 'memory', tree: bootOnly ? await getTemplate(assets, templateOptions) : [] }
     } else {
-      const { canonicalDir, prepareNodeDataDir } = await import('./fs/node-dir.js')
+      const { canonicalDir, prepareNodeDataDir, relationBytes: measure } = await import('./fs/node-dir.js')
+      // A directory's size sizes its buffer pool: measured while it is claimed and locked.
+      const dirSizing = measure(spec.path)
+      dirSizing.catch(() => {})
       // One key and one mount per directory, whichever symlink reached it.
       const path = await canonicalDir(spec.path)
       const claim = await claimDir(path, this, PGlite.#yieldDirOf)
@@ -401,6 +407,8 @@ export class PGlite implements AsyncDisposable {
             code: 'BAD_DATA_DIR',
           })
         }
+        // A directory just made holds what the early measure missed: the template's few MB, or a loaded dump.
+        relationBytes = created ? treeRelationBytes(loadTree ?? []) : await dirSizing.catch(() => undefined)
         claim.setUnlock(unlock)
         this.#releaseDir = async () => {
           claim.release()
@@ -428,7 +436,7 @@ export class PGlite implements AsyncDisposable {
           username,
           database,
           startArgs: withPreloadLibraries(
-            spec.kind === 'idb' && !opts.startParams ? [...startArgsFor(opts, false), ...IDB_ARGS] : startArgsFor(opts, mount.kind === 'memory'),
+            spec.kind === 'idb' && !opts.startParams ? [...startArgsFor(opts, false), ...IDB_ARGS] : startArgsFor(opts, mount.kind === 'memory', relationBytes),
             contrib,
           ),
           initialMemory: opts.initialMemory,
@@ -455,9 +463,13 @@ export class PGlite implements AsyncDisposable {
           backend = await startWithContrib(assets, memoryStart, contrib)
         } else {
           backend = await Backend.start(assets, backendOptions)
-          // Postgres' own answer to a crashed backend: start again on what is stored.
-          if (mount.kind === 'node') this.#restart = () => Backend.start(assets, backendOptions)
-          else if (reopenStore) {
+          if (mount.kind === 'node') {
+            this.#onDisk = true
+            // What the last close noted, if nothing started the directory since (clean-shutdown.ts).
+            savedArrayTypes = parseArrayTypes(backend.cleanStartNote)
+            // Postgres' own answer to a crashed backend: start again on what is stored.
+            this.#restart = () => Backend.start(assets, backendOptions)
+          } else if (reopenStore) {
             const reopen = reopenStore
             this.#restart = async () => Backend.start(assets, { ...backendOptions, mount: { kind: 'memory', tree: await reopen() } })
           }
@@ -1275,7 +1287,7 @@ export class PGlite implements AsyncDisposable {
         // Nothing of an in-memory database is kept: its module goes back to
         // the pool for the next create() instead of a Postgres shutdown.
         const recycled = backend !== undefined && this.#releaseDir === undefined && recycleBackend(backend)
-        if (!recycled) backend?.shutdown()
+        if (!recycled) backend?.shutdown(this.#closingNote())
       } finally {
         this.#closed = true
         this.#ready = false
@@ -1285,6 +1297,21 @@ export class PGlite implements AsyncDisposable {
         await this.#options.fs?.closeFs()
       }
     })
+  }
+
+  /**
+   * For a directory, the catalog's array types as the close leaves them, so
+   * the next open skips that query. None inside a transaction block (its
+   * types are rolled back) or when the query fails.
+   */
+  #closingNote(): string | undefined {
+    const runner = this.#runner
+    if (!this.#onDisk || this.#inTransaction || !runner || this.#backend?.deadError) return undefined
+    try {
+      return JSON.stringify(runner.query(ARRAY_TYPES_SQL, [], { rowMode: 'array' }).rows)
+    } catch {
+      return undefined
+    }
   }
 
   async [asyncDispose](): Promise<void> {

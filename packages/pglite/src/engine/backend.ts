@@ -25,6 +25,7 @@ import { guardSqlFileWrites } from './file-write-guard.js'
 import { ClientFunctions, type EngineClient } from './client-functions.js'
 import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
 import { recordDynamicLinks } from './dynamic-links.js'
+import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -304,6 +305,13 @@ export class Backend {
    */
   stopWhen: (() => boolean) | undefined
   #closed = false
+  /** For a directory: writes what the next start may reuse (clean-shutdown.ts). */
+  #recordOnShutdown: ((note: string | undefined) => void) | undefined
+  /**
+   * For a directory whose last shutdown was clean and nothing started since:
+   * the note that shutdown recorded (`shutdown(note)`); otherwise undefined.
+   */
+  cleanStartNote: string | undefined
   #lastSnapshot: EngineSnapshot | undefined
   readonly #guards: SessionGuards
   /** When the last request ended (performance.now()). */
@@ -356,9 +364,12 @@ export class Backend {
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)
       options.afterMount?.(mod)
       mod._pgl_setPGliteActive(1)
+      const nodeDir = options.mount.kind === 'node' ? options.mount.path : undefined
+      const clean = nodeDir === undefined ? undefined : readCleanShutdown(nodeDir, assets.engineVersion)
+      backend.cleanStartNote = clean?.note
       let status: number
       try {
-        status = mod.callMain(['--single', ...options.startArgs, '-D', PGDATA, options.database])
+        status = withInitFilesKept(mod, PGDATA, clean?.keptInitFiles ?? new Set(), () => mod.callMain(['--single', ...options.startArgs, '-D', PGDATA, options.database]))
       } catch (cause) {
         throw new EngineError(`Postgres crashed while starting: ${explainCrash(blank.log, cause)}`, {
           code: 'STARTUP_FAILED',
@@ -373,6 +384,7 @@ export class Backend {
         })
       }
       mod._pgl_startPGlite()
+      if (nodeDir !== undefined) backend.#recordOnShutdown = (note) => recordCleanShutdown(nodeDir, assets.engineVersion, note)
     } catch (err) {
       backend.#teardown()
       throw err
@@ -763,11 +775,14 @@ export class Backend {
   /**
    * Shuts Postgres down with its shutdown checkpoint, so the next open needs
    * no recovery, then releases the module. Safe to call more than once.
+   * @param note For a directory: kept for the next start, which reads it as
+   *   `cleanStartNote` if nothing started the cluster in between.
    */
-  shutdown(): void {
+  shutdown(note?: string): void {
     if (this.#closed) return
     const mod = this.#mod
-    if (!this.#dead) {
+    const dead = this.#dead
+    if (!dead) {
       try {
         mod._pgl_setPGliteActive(0)
         mod._pgl_run_atexit_funcs()
@@ -779,6 +794,13 @@ export class Backend {
       }
     }
     this.#teardown()
+    if (!dead) {
+      try {
+        this.#recordOnShutdown?.(note)
+      } catch {
+        // Without the marker the next start does all its work, as Postgres always did.
+      }
+    }
   }
 
   #teardown(): void {

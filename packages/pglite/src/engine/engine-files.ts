@@ -82,8 +82,11 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
       throw new EngineError(`cannot read engine asset ${join(dist, name)}`, { code: 'ASSET_MISSING', cause })
     }
   }
-  const [pgliteWasm, data, glue] = await Promise.all([
-    read('pglite.wasm'),
+  // Compiling (~40 ms, on V8's background threads) starts as soon as the bytes
+  // are in, while this thread loads the glue and the shipped template's manifest.
+  const compiling = read('pglite.wasm').then((bytes) => WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>))
+  compiling.catch(() => {})
+  const [data, glue] = await Promise.all([
     read('pglite.data'),
     import(pathToFileURL(join(dist, 'pglite.js')).href) as Promise<{ default: ModuleFactory<PostgresModule> }>,
   ])
@@ -97,7 +100,7 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
   const shipped = await readShippedTemplate(engineVersion)
   return {
     ...shipped,
-    pgliteWasm: await WebAssembly.compile(pgliteWasm as Uint8Array<ArrayBuffer>),
+    pgliteWasm: await compiling,
     // The glue checks for a plain ArrayBuffer of the exact size: copy out of
     // Node's Buffer, which may be a view into a larger pool.
     pgliteData: data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer,

@@ -18,6 +18,13 @@ export function isDirEntry(entry: TreeEntry): boolean {
   return (entry.mode & 0o170000) === S_IFDIR
 }
 
+/** The bytes of a tree's relation files (under `global/` and `base/`). */
+export function treeRelationBytes(tree: DataTree): number {
+  let bytes = 0
+  for (const entry of tree) if (entry.data && (entry.path.startsWith('global/') || entry.path.startsWith('base/'))) bytes += entry.data.byteLength
+  return bytes
+}
+
 /** Reads a directory of an Emscripten FS into a tree (contents copied). */
 export function readTree(fs: EmscriptenFs, root: string): DataTree {
   const out: TreeEntry[] = []

@@ -92,3 +92,19 @@ export async function isDirectory(path: string): Promise<boolean> {
     () => false,
   )
 }
+
+/**
+ * The bytes of a cluster's relation files (`global` and every database
+ * under `base`) as they are now; 0 where there is no cluster yet. Sizes the
+ * buffer pool of the start that follows (options.ts).
+ */
+export async function relationBytes(path: string): Promise<number> {
+  const sizeOf = async (dir: string): Promise<number> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
+    const sizes = await Promise.all(entries.filter((e) => e.isFile()).map((e) => stat(join(dir, e.name)).then((s) => s.size, () => 0)))
+    return sizes.reduce((a, b) => a + b, 0)
+  }
+  const databases = await readdir(join(path, 'base')).catch(() => [] as string[])
+  const sizes = await Promise.all([sizeOf(join(path, 'global')), ...databases.map((db) => sizeOf(join(path, 'base', db)))])
+  return sizes.reduce((a, b) => a + b, 0)
+}
