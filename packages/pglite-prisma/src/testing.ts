@@ -153,6 +153,8 @@ export class TestDatabase {
   #template: DatabaseSnapshot
   #current: PGlite
   #next: Promise<PGlite> | undefined
+  /** Whether {@link #next} has its copy (else it waits for an engine module). */
+  #nextMade = false
   /** Work a reset left for after it returned. */
   #background: Promise<void> = Promise.resolve()
   readonly #prepareNext: boolean
@@ -216,14 +218,20 @@ export class TestDatabase {
   async reset(): Promise<void> {
     this.#check()
     await this.#background
+    const old = this.#current
+    // No next copy made yet (the first resets of a process, or
+    // `prepareNext: false`): the old copy closes first and its engine module
+    // serves the next one, a restore of ~10 ms instead of a new module's ~100 ms.
+    const closedFirst = !(this.#next !== undefined && this.#nextMade)
+    if (closedFirst) await old.close().catch(() => {})
     const next = this.#next ? await this.#next : await this.#template.restore()
     this.#next = undefined
-    const old = this.#current
     this.#current = next
     // Closing the old copy and starting the next one each block for a few
     // milliseconds (a checkpoint, a memory copy): after this call returns.
-    this.#background = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-      this.#retire(old)
+    this.#background = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      // Closed before the next copy is asked for, so that copy gets its module at once.
+      if (!closedFirst) await this.#retire(old)
       this.#makeNext()
     })
   }
@@ -266,10 +274,16 @@ export class TestDatabase {
   #makeNext(): void {
     if (!this.#prepareNext || this.#closed) return
     const next = this.#template.restore()
-    // A failed background copy is made again, and reported, by the next reset.
-    next.catch(() => {
-      if (this.#next === next) this.#next = undefined
-    })
+    this.#nextMade = false
+    next.then(
+      () => {
+        if (this.#next === next) this.#nextMade = true
+      },
+      // A failed background copy is made again, and reported, by the next reset.
+      () => {
+        if (this.#next === next) this.#next = undefined
+      },
+    )
     this.#next = next
   }
 
@@ -279,9 +293,10 @@ export class TestDatabase {
     if (next) await next.then((db) => db.close(), () => {})
   }
 
-  #retire(db: PGlite): void {
+  #retire(db: PGlite): Promise<void> {
     const closing = db.close().catch(() => {})
     this.#closing.add(closing)
     void closing.finally(() => this.#closing.delete(closing))
+    return closing
   }
 }

@@ -66,6 +66,22 @@ describe('TestDatabase', () => {
     expect(await emails(prisma)).toEqual(['seed@x.io'])
   })
 
+  it('a reset before the next copy is made closes the old copy first (its engine module serves the new one); the new copy is the snapshot', async () => {
+    const own = await TestDatabase.create({ schema: SCHEMA, setup: seed, prepareNext: false })
+    try {
+      for (let round = 0; round < 3; round++) {
+        const old = own.db
+        await old.query(`INSERT INTO "User" (email) VALUES ('round${round}@x.io')`)
+        await own.reset()
+        expect(old.closed).toBe(true)
+        expect(own.db).not.toBe(old)
+        expect((await own.db.query<{ email: string }>('SELECT email FROM "User" ORDER BY id')).rows).toEqual([{ email: 'seed@x.io' }])
+      }
+    } finally {
+      await own.close()
+    }
+  })
+
   it('snapshot() makes the current contents what reset returns to', async () => {
     // A database of its own: changing the snapshot of the shared one would leak into other tests.
     const own = await TestDatabase.create({ schema: SCHEMA, setup: seed })

@@ -24,8 +24,14 @@ const snapshots = new Map<string, EngineSnapshot>()
  */
 const HEADROOM_PAGES = 512
 
-/** How long a prefill waits for a module to come back before making one. */
-const FILL_DELAY_MS = 10
+/**
+ * How long a prefill waits before making a module (~100-200 ms of this
+ * thread): the create that asked returns first, and a database closed
+ * meanwhile gives its module back instead (a test's reset, a clone used and
+ * closed at once). A take that finds nothing ready starts it at once.
+ */
+const FILL_DELAY_MS = 300
+const SIDE_MODULE_FILL_DELAY_MS = 10
 
 /**
  * Blank modules made ahead of time, in the background, so that a restore
@@ -34,13 +40,33 @@ const FILL_DELAY_MS = 10
 class ModulePool {
   #ready: BlankModule[] = []
   #filling: Promise<void> | undefined
+  /** Takes waiting for a module: woken by a fill's end or a give. */
+  #waiters: (() => void)[] = []
+  /** Modules given back so far. */
+  #gives = 0
+  readonly #delayMs: number
+  /** Starts the waiting prefill now (a take found nothing ready). */
+  #startFill: (() => void) | undefined
   /** Size of the modules made: the largest snapshot seen, plus headroom. */
   #pages = 0
   /** Makes one module of `bytes`, as the pool's restores need it (plain, or with side modules preloaded). */
   readonly #make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>
 
-  constructor(make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>) {
+  /**
+   * @param recycles Whether a module given back serves any later take: a
+   *   take waiting for a module is served by the first given back, and a
+   *   prefill waits {@link FILL_DELAY_MS} and is dropped if one comes back
+   *   meanwhile. Not for modules with side modules preloaded: a clone's
+   *   memory copy lines up with a fresh one (a recycled one fails and is
+   *   replaced), so those pools make one {@link SIDE_MODULE_FILL_DELAY_MS}
+   *   after each take and a take waits for it.
+   */
+  constructor(
+    make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>,
+    readonly recycles = true,
+  ) {
     this.#make = make
+    this.#delayMs = recycles ? FILL_DELAY_MS : SIDE_MODULE_FILL_DELAY_MS
   }
 
   /**
@@ -52,13 +78,32 @@ class ModulePool {
     if (pages > this.#pages) this.#resize(Math.max(pages + HEADROOM_PAGES, DEFAULT_MEMORY / PAGE))
   }
 
-  /** A blank module of at least `pages`. */
+  /**
+   * A blank module of at least `pages`: a ready one, else whichever comes
+   * first of the one being made and one a closing database gives back (a
+   * test's reset closes the old copy while the next one waits).
+   */
   async take(assets: EngineAssets, pages: number): Promise<BlankModule> {
     this.prepare(pages)
-    // One being made is nearer done than a new one would be.
-    if (this.#ready.length === 0 && this.#filling) await this.#filling
+    if (!this.recycles) {
+      // One being made is nearer done than a new one would be.
+      if (this.#ready.length === 0 && this.#filling) await this.#filling
+      const blank = this.#ready.pop()
+      this.fill(assets)
+      return blank ?? this.#make(assets, this.#pages * PAGE)
+    }
+    if (this.#ready.length === 0) {
+      this.fill(assets)
+      this.#startFill?.()
+      const filling = this.#filling
+      if (filling) await new Promise<void>((resolve) => {
+        this.#waiters.push(resolve)
+        void filling.then(resolve)
+      })
+    }
     const blank = this.#ready.pop()
     this.fill(assets)
+    // None made (a failed fill, or the pool resized meanwhile): made here, where a failure is seen.
     return blank ?? this.#make(assets, this.#pages * PAGE)
   }
 
@@ -67,21 +112,37 @@ class ModulePool {
     const pages = blank.mod.HEAPU8.byteLength / PAGE
     if (pages >= this.#pages && this.#ready.length < MAX_READY) this.#ready.push(blank)
     else blank.discard()
+    this.#gives++
+    this.#wake()
   }
 
-  /** Starts making one blank module if none is ready or being made. */
+  /** Makes one blank module a little later (see the constructor), if none is ready or being made. */
   fill(assets: EngineAssets): void {
     if (this.#ready.length > 0 || this.#filling || this.#pages === 0) return
     const pages = this.#pages
-    // Start a little later, so the create that triggered it returns first,
-    // and not at all if a closed database gave a module back meanwhile (a
-    // clone used and closed at once would otherwise race a module being made).
-    this.#filling = new Promise<void>((resolve) => setTimeout(resolve, FILL_DELAY_MS))
-      .then(() => (this.#ready.length > 0 ? undefined : this.#make(assets, pages * PAGE)))
+    const gives = this.#gives
+    let start!: () => void
+    const started = new Promise<void>((resolve) => (start = resolve))
+    const timer = setTimeout(start, this.#delayMs)
+    // A module made ahead of time is no reason for a process to stay up.
+    ;(timer as { unref?: () => void }).unref?.()
+    this.#startFill = () => {
+      clearTimeout(timer)
+      start()
+    }
+    this.#filling = started
+      .then(() => {
+        this.#startFill = undefined
+        // Given one back meanwhile: databases are being closed and reopened, and their modules go round.
+        const goingRound = this.recycles && this.#gives !== gives && this.#waiters.length === 0
+        return this.#ready.length > 0 || goingRound ? undefined : this.#make(assets, pages * PAGE)
+      })
       .then(
         (blank) => {
           if (!blank) return
-          mapEveryPage(blank.mod.HEAPU8)
+          // Made ahead of time (no take waits for it): map its pages now, not during a restore.
+          // Made ahead of time (no take waits for it): map its pages now, not during a restore.
+          if (this.#waiters.length === 0) mapEveryPage(blank.mod.HEAPU8)
           if (pages >= this.#pages) this.#ready.push(blank)
           else blank.discard()
         },
@@ -91,7 +152,12 @@ class ModulePool {
       )
       .finally(() => {
         this.#filling = undefined
+        this.#wake()
       })
+  }
+
+  #wake(): void {
+    for (const resolve of this.#waiters.splice(0)) resolve()
   }
 
   /** Forgets every module (for tests). */
@@ -388,7 +454,7 @@ const preloadedPools = new Map<string, ModulePool>()
 function preloadedPoolFor(contrib: readonly ContribExtension[], env: Record<string, string>): ModulePool {
   const key = contribKey(contrib)
   let preloaded = preloadedPools.get(key)
-  if (!preloaded) preloadedPools.set(key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, contrib, env, bytes))))
+  if (!preloaded) preloadedPools.set(key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, contrib, env, bytes), false)))
   return preloaded
 }
 
