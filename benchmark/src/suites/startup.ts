@@ -17,6 +17,7 @@ import type { Unit } from '../types.js'
 export const FIRST = 'create() in memory, first in process (incl. import)'
 export const LATER = 'create() in memory, later in the same process'
 export const OPEN = 'create(dir) opening an existing directory'
+export const OPEN_QUERY = 'create(dir) opening an existing directory, then its first query'
 export const CLONE = 'clone() of a database with a 1,000-row table'
 export const RSS = 'peak RSS after the first create()'
 export const COLD = 'create() in memory, first after install (empty cache)'
@@ -91,13 +92,18 @@ export async function run(s: SuiteRun): Promise<void> {
     if (!m) measures.set(name, (m = { case: name, unit, samples: new Map(), failed: new Map() }))
     return m
   }
-  const spawnChild = async (impl: Impl, args: string[], into: Measure[], env?: Record<string, string>): Promise<{ samples: number[]; rssMB: number } | undefined> => {
+  const spawnChild = async (
+    impl: Impl,
+    args: string[],
+    into: Measure[],
+    env?: Record<string, string>,
+  ): Promise<{ samples: number[]; rssMB: number; withQuery?: number } | undefined> => {
     if (into.every((m) => m.failed.has(impl.label))) return undefined
     const out = await runNode(child, [impl.key, ...args], CHILD_TIMEOUT, env)
     const line = out.stdout.trim().split('\n').pop() ?? ''
     try {
       if (!out.ok) throw new Error('exit')
-      return JSON.parse(line) as { samples: number[]; rssMB: number }
+      return JSON.parse(line) as { samples: number[]; rssMB: number; withQuery?: number }
     } catch {
       const why = `child ${args[0]} exited ${out.code}: ${out.stderr.trim().split('\n').slice(-3).join(' / ').slice(0, 300)}`
       for (const m of into) m.failed.set(impl.label, why)
@@ -175,19 +181,22 @@ export async function run(s: SuiteRun): Promise<void> {
         }
       }
     }
-    if (s.wants(OPEN)) {
+    if (s.wants(OPEN) || s.wants(OPEN_QUERY)) {
       const open = measure(OPEN)
+      const openQuery = measure(OPEN_QUERY)
       const dirs = new Map<string, string>()
       for (const impl of live) {
         const dir = join(work, impl.key)
-        if (await spawnChild(impl, ['prepare', dir], [open])) dirs.set(impl.label, dir)
+        if (await spawnChild(impl, ['prepare', dir], [open, openQuery])) dirs.set(impl.label, dir)
       }
       for (let i = 0; i < samples; i++) {
         for (const impl of rotated(i)) {
           const dir = dirs.get(impl.label)
           if (!dir) continue
-          const r = await spawnChild(impl, ['open', dir], [open])
-          if (r) push(open, impl, r.samples)
+          const r = await spawnChild(impl, ['open', dir], [open, openQuery])
+          if (!r) continue
+          push(open, impl, r.samples)
+          if (r.withQuery !== undefined) push(openQuery, impl, [r.withQuery])
         }
       }
     }
