@@ -82,8 +82,9 @@ class ModulePool {
    * A blank module of at least `pages`: a ready one, else whichever comes
    * first of the one being made and one a closing database gives back (a
    * test's reset closes the old copy while the next one waits).
+   * @param prefill Whether to make the next module ahead of time.
    */
-  async take(assets: EngineAssets, pages: number): Promise<BlankModule> {
+  async take(assets: EngineAssets, pages: number, prefill = true): Promise<BlankModule> {
     this.prepare(pages)
     if (!this.recycles) {
       // One being made is nearer done than a new one would be.
@@ -102,7 +103,7 @@ class ModulePool {
       })
     }
     const blank = this.#ready.pop()
-    this.fill(assets)
+    if (prefill) this.fill(assets)
     // None made (a failed fill, or the pool resized meanwhile): made here, where a failure is seen.
     return blank ?? this.#make(assets, this.#pages * PAGE)
   }
@@ -259,7 +260,8 @@ export async function startInMemory(assets: EngineAssets, options: MemoryStartOp
 async function restoredInstead(assets: EngineAssets, booted: Backend, snapshot: EngineSnapshot, onLog?: (line: string) => void): Promise<Backend> {
   let restored: Backend
   try {
-    restored = Backend.restore(await pool.take(assets, snapshot.pages), snapshot, onLog)
+    // No module made ahead of time for it: a booted first database never asked for one.
+    restored = Backend.restore(await pool.take(assets, snapshot.pages, false), snapshot, onLog)
   } catch {
     return booted
   }
