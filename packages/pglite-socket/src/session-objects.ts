@@ -214,6 +214,11 @@ const RELATION_KIND: Readonly<Record<string, string>> = {
 }
 
 /** What a waiting client's relation is called meanwhile: its oid makes the name unique. */
+/** {@link RELATION_KIND} as the arms of an SQL `CASE relkind`. */
+const KIND_CASES = Object.entries(RELATION_KIND)
+  .map(([kind, keyword]) => `WHEN '${kind}' THEN '${keyword}'`)
+  .join(' ')
+
 const hiddenName = (oid: string): string => `pgwasm_hidden_${oid}`
 
 /** Each rename its own Query: one that fails (its name was taken meanwhile) does not stop the others. */
@@ -228,11 +233,10 @@ function renames(list: readonly { kind: string; from: string; to: string }[]): U
  * cannot go is skipped, so it does not stop the others.
  */
 export function dropTempRelations(condition: string): string {
-  const kinds = Object.entries(RELATION_KIND).map(([kind, keyword]) => `WHEN '${kind}' THEN '${keyword}'`).join(' ')
   return (
     `FOR r IN SELECT c.oid::pg_catalog.regclass AS name, c.relkind FROM pg_catalog.pg_class c ` +
     `WHERE c.relnamespace = pg_catalog.pg_my_temp_schema() AND (${condition}) LOOP ` +
-    `BEGIN EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE', CASE r.relkind ${kinds} ELSE 'TABLE' END, r.name); ` +
+    `BEGIN EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE', CASE r.relkind ${KIND_CASES} ELSE 'TABLE' END, r.name); ` +
     `EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; `
   )
 }

@@ -603,7 +603,7 @@ export class PGlite implements AsyncDisposable {
 
   /** Adds parsers and serializers for the catalog's array types (`known`: skip the query). Returns the rows used. */
   #registerArrayTypes(runner: QueryRunner, known?: readonly ArrayTypeRow[]): readonly ArrayTypeRow[] {
-    const rows = known ?? (runner.query(ARRAY_TYPES_SQL, [], { rowMode: 'array' }).rows as unknown as ArrayTypeRow[])
+    const rows = known ?? readArrayTypes(runner)
     for (const row of rows) {
       const [elem, arr, delim] = row
       if (!this.parsers[arr]) this.parsers[arr] = makeArrayParser(this.parsers[elem], elem, delim)
@@ -1308,7 +1308,7 @@ export class PGlite implements AsyncDisposable {
     const runner = this.#runner
     if (!this.#onDisk || this.#inTransaction || !runner || this.#backend?.deadError) return undefined
     try {
-      return JSON.stringify(runner.query(ARRAY_TYPES_SQL, [], { rowMode: 'array' }).rows)
+      return JSON.stringify(readArrayTypes(runner))
     } catch {
       return undefined
     }
@@ -1339,7 +1339,10 @@ function withFsDataDir(opts: PGliteOptions): PGliteOptions {
   return { ...opts, dataDir }
 }
 
-/** The array types saved beside a state, or undefined when the note is missing or not a list of rows. */
+function readArrayTypes(runner: QueryRunner): ArrayTypeRow[] {
+  return runner.query(ARRAY_TYPES_SQL, [], { rowMode: 'array' }).rows as unknown as ArrayTypeRow[]
+}
+
 /**
  * The catalog's array types as the first copy of a snapshot read them: a
  * later copy of the same snapshot (clones of an unchanged source) has the
@@ -1347,6 +1350,7 @@ function withFsDataDir(opts: PGliteOptions): PGliteOptions {
  */
 const cloneArrayTypes = new WeakMap<EngineSnapshot, readonly ArrayTypeRow[]>()
 
+/** The array types saved beside a state, or undefined when the note is missing or not a list of rows. */
 function parseArrayTypes(note: string | undefined): readonly ArrayTypeRow[] | undefined {
   if (note === undefined) return undefined
   try {

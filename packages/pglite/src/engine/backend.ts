@@ -26,6 +26,7 @@ import { ClientFunctions, type EngineClient } from './client-functions.js'
 import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
 import { recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
+import { nodeBuiltin } from './node-builtin.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -89,7 +90,7 @@ type NodeFsSync = { fsyncSync(fd: number): void; fdatasyncSync(fd: number): void
 type NodeStream = { nfd?: number }
 
 function nodeFs(): NodeFsSync {
-  return (process as unknown as { getBuiltinModule(id: string): NodeFsSync }).getBuiltinModule('node:fs')
+  return nodeBuiltin<NodeFsSync>('node:fs')
 }
 
 /**
@@ -445,6 +446,11 @@ export class Backend {
     this.#blob.takeOutput()
     this.#blank.setLogSink(undefined)
     return this.#blank
+  }
+
+  /** Ends an in-memory backend whose module will not serve again: no shutdown (nothing of it is kept), no reset for reuse. */
+  abandon(): void {
+    this.#teardown()
   }
 
   /** The server client whose statements run from now on (see client-functions.ts); undefined for an in-process caller. */

@@ -1,4 +1,5 @@
 import type { PostgresModule } from './emscripten.js'
+import { nodeBuiltin } from './node-builtin.js'
 
 /**
  * What a clean shutdown of a directory database leaves for its next start,
@@ -50,12 +51,8 @@ const NOTHING: CleanStart = { keptInitFiles: new Set(), note: undefined }
 type NodeFs = typeof import('node:fs')
 type NodeCrypto = typeof import('node:crypto')
 
-function builtin<T>(id: string): T {
-  return (process as unknown as { getBuiltinModule(id: string): T }).getBuiltinModule(id)
-}
-
 function sha256(bytes: Uint8Array): string {
-  return builtin<NodeCrypto>('node:crypto').createHash('sha256').update(bytes).digest('hex')
+  return nodeBuiltin<NodeCrypto>('node:crypto').createHash('sha256').update(bytes).digest('hex')
 }
 
 /** pg_control's head as hex, and whether it says the cluster was shut down cleanly. */
@@ -80,7 +77,7 @@ function initFiles(fs: NodeFs, dir: string): string[] {
 
 /** Reads and removes the marker of the last clean shutdown; see the module comment for when it is trusted. */
 export function readCleanShutdown(dir: string, engineVersion: string): CleanStart {
-  const fs = builtin<NodeFs>('node:fs')
+  const fs = nodeBuiltin<NodeFs>('node:fs')
   const markerPath = `${dir}/${CLEAN_SHUTDOWN_MARKER}`
   let marker: Marker
   try {
@@ -107,7 +104,7 @@ export function readCleanShutdown(dir: string, engineVersion: string): CleanStar
 
 /** After a clean shutdown: the marker for the next start. */
 export function recordCleanShutdown(dir: string, engineVersion: string, note: string | undefined): void {
-  const fs = builtin<NodeFs>('node:fs')
+  const fs = nodeBuiltin<NodeFs>('node:fs')
   const { head, clean } = controlHead(fs, dir)
   if (!clean) return
   const files: Record<string, string> = {}

@@ -86,26 +86,25 @@ class ModulePool {
    */
   async take(assets: EngineAssets, pages: number, prefill = true): Promise<BlankModule> {
     this.prepare(pages)
-    if (!this.recycles) {
-      // One being made is nearer done than a new one would be.
-      if (this.#ready.length === 0 && this.#filling) await this.#filling
-      const blank = this.#ready.pop()
-      this.fill(assets)
-      return blank ?? this.#make(assets, this.#pages * PAGE)
-    }
-    if (this.#ready.length === 0) {
-      this.fill(assets)
-      this.#startFill?.()
-      const filling = this.#filling
-      if (filling) await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve)
-        void filling.then(resolve)
-      })
-    }
+    if (this.#ready.length === 0) await this.#moduleComing(assets)
     const blank = this.#ready.pop()
     if (prefill) this.fill(assets)
     // None made (a failed fill, or the pool resized meanwhile): made here, where a failure is seen.
     return blank ?? this.#make(assets, this.#pages * PAGE)
+  }
+
+  /** Resolves when a module may be ready: one being made is nearer done than a new one would be. */
+  #moduleComing(assets: EngineAssets): Promise<void> | undefined {
+    if (!this.recycles) return this.#filling
+    this.fill(assets)
+    this.#startFill?.()
+    const filling = this.#filling
+    if (!filling) return undefined
+    // Or one a closing database gives back first.
+    return new Promise<void>((resolve) => {
+      this.#waiters.push(resolve)
+      void filling.then(resolve)
+    })
   }
 
   /** Takes back a module whose database closed; keeps it if it is large enough and the pool is not full. */
@@ -141,7 +140,6 @@ class ModulePool {
       .then(
         (blank) => {
           if (!blank) return
-          // Made ahead of time (no take waits for it): map its pages now, not during a restore.
           // Made ahead of time (no take waits for it): map its pages now, not during a restore.
           if (this.#waiters.length === 0) mapEveryPage(blank.mod.HEAPU8)
           if (pages >= this.#pages) this.#ready.push(blank)
@@ -265,7 +263,7 @@ async function restoredInstead(assets: EngineAssets, booted: Backend, snapshot: 
   } catch {
     return booted
   }
-  booted.recycle()?.discard()
+  booted.abandon()
   return restored
 }
 

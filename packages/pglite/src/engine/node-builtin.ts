@@ -1,0 +1,8 @@
+/**
+ * A Node built-in module, looked up when called: the engine code is also
+ * bundled for the browser, where a static `node:` import cannot stand. Only
+ * called on paths that run in Node (a directory mount).
+ */
+export function nodeBuiltin<T>(id: string): T {
+  return (process as unknown as { getBuiltinModule(id: string): T }).getBuiltinModule(id)
+}
