@@ -7,6 +7,7 @@ import { bundleChild, runNode, runNodeIn } from '../child.js'
 import type { SuiteRun } from '../harness.js'
 import { BENCH_DIR, CACHE_DIR } from '../paths.js'
 import { PRISMA_SCHEMA } from './prisma-schema.js'
+import { serverRss } from './server-rss.js'
 import type { Unit } from '../types.js'
 
 /**
@@ -151,6 +152,7 @@ export async function run(s: SuiteRun): Promise<void> {
         }
       }
     }
+    await serverRss(s, work, Math.min(3, samples))
     if (s.wants(SCHEMA_DB)) {
       const schema = measure(SCHEMA_DB)
       // The first process saves the schema's state (ours); the measured ones find it.

@@ -1,3 +1,4 @@
+import { collectGarbageSoon } from './collect-garbage.js'
 import type { EngineAssets } from './assets.js'
 import { Backend, BlankModule, DEFAULT_MEMORY, type BackendOptions } from './backend.js'
 import { backendEnv } from './module.js'
@@ -241,8 +242,11 @@ export async function startInMemory(assets: EngineAssets, options: MemoryStartOp
     const taken = backend.snapshot()
     snapshots.set(key, taken)
     pool.prepare(taken.pages)
-    void saveToDisk(key, taken, options.cacheDir)
-    return restoredInstead(assets, backend, taken, options.onLog)
+    const saved = saveToDisk(key, taken, options.cacheDir)
+    const restored = await restoredInstead(assets, backend, taken, options.onLog)
+    // After the save too: its encoding leaves as much garbage as the booted module.
+    if (restored !== backend) void saved.then(collectGarbageSoon)
+    return restored
   }
   return backend
 }
