@@ -149,8 +149,9 @@ export const BASE_ARGS: readonly string[] = [
  * An `idb://` database runs on an in-memory file system whose writes are
  * journaled to IndexedDB after each commit: fsync is moot there, but a commit
  * record must be written before the query returns (no synchronous_commit=off).
+ * Its WAL is in memory, bounded as an in-memory database's is (below).
  */
-export const IDB_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off']
+export const IDB_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off', '-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB']
 
 /**
  * Nothing of an in-memory database outlives the process: durability work is
@@ -164,8 +165,12 @@ export const IDB_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off']
  * in-memory file system is a memcpy (the speedtest ran no slower with 16 or
  * 32 MB), while every clone and snapshot scans the memory below the program
  * break: ~170 MB with a 128 MB pool, ~75 MB with 32 MB.
+ *
+ * WAL lives in memory here too: after a checkpoint (engine/wal-checkpoints.ts)
+ * Postgres keeps as many recycled segments as `max_wal_size` allows, which
+ * at initdb's 1 GB held up to 1 GB after one bulk load; 64 MB keeps four.
  */
-const MEMORY_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off', '-c', 'shared_buffers=32MB']
+const MEMORY_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off', '-c', 'shared_buffers=32MB', '-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB']
 
 const RELAXED_DISK_ARGS: readonly string[] = ['-c', 'synchronous_commit=off']
 

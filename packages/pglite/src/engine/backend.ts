@@ -27,6 +27,7 @@ import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-g
 import { recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
 import { nodeBuiltin } from './node-builtin.js'
+import { CHECKPOINT_REQUEST, CheckpointSchedule } from './wal-checkpoints.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -319,6 +320,8 @@ export class Backend {
   #idleSince = performance.now()
   /** When the request that opened the current transaction block started; undefined outside one. */
   #transactionSince: number | undefined
+  readonly #checkpoints = new CheckpointSchedule(() => this.#mod.FS.readdir(`${PGDATA}/pg_wal`).length)
+  #checkpointing = false
 
   private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined, inMemory: boolean) {
     this.#blank = blank
@@ -646,6 +649,18 @@ export class Backend {
     if (status === READY_IDLE) this.#transactionSince = undefined
     else if (status !== 0) this.#transactionSince ??= started
     this.#idleSince = performance.now()
+    if (status === READY_IDLE && !this.#checkpointing && this.#checkpoints.due(this.#idleSince)) this.#checkpoint()
+  }
+
+  /** Runs a checkpoint as a request of its own, its reply unseen (wal-checkpoints.ts). */
+  #checkpoint(): void {
+    this.#checkpointing = true
+    try {
+      this.exec(CHECKPOINT_REQUEST, discard)
+    } finally {
+      this.#checkpointing = false
+      if (!this.#dead) this.#checkpoints.ran()
+    }
   }
 
   /**

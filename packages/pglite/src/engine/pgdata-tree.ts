@@ -144,10 +144,29 @@ function expandFileStorage(node: FsNode, capacity: number): void {
   const current = old?.length ?? 0
   if (current >= capacity) return
   if (capacity >= IN_PLACE_FROM && growInPlace(node, old, capacity)) return
-  const grown = Math.max(capacity, current < DOUBLING_LIMIT ? current * 2 : current + (current >>> 1), 256)
+  const grown = Math.max(capacity, current < DOUBLING_LIMIT ? current * 2 : current + (current >>> 1), 256, walSegmentBytes(node))
   const next = new Uint8Array(grown)
   if (old && node.usedBytes > 0) next.set(old.subarray(0, node.usedBytes))
   node.contents = next
+}
+
+/**
+ * A new WAL segment is written zeros first, 8 kB at a time, to its full
+ * size: doubling its way there made ~17 arrays per segment, copied 16 MB
+ * and faulted in 32 MB for every 16 MB of WAL (a 1 GB COPY writes 61
+ * segments in one request). It grows at once to the size of the largest
+ * segment beside it; the first one still doubles, as the segment size is
+ * whatever initdb chose.
+ */
+function walSegmentBytes(node: FsNode): number {
+  const dir = node.parent
+  if (dir?.name !== 'pg_wal' || !dir.contents || dir.contents instanceof Uint8Array) return 0
+  let largest = 0
+  for (const name in dir.contents) {
+    const sibling = dir.contents[name]!
+    if (sibling !== node && sibling.contents instanceof Uint8Array && sibling.usedBytes > largest) largest = sibling.usedBytes
+  }
+  return largest
 }
 
 /** Past this size a file grows in place (WAL segments, 16 MB, stay below). */

@@ -1,0 +1,71 @@
+/**
+ * Checkpoints for a backend that has no checkpointer. Postgres in
+ * single-user mode asks for a checkpoint only at shutdown (XLogWrite's
+ * "too much WAL" request is for a postmaster's checkpointer), so every WAL
+ * segment since the open stayed: an in-memory database that wrote 1 GB
+ * held 1 GB of WAL in memory until it closed, a directory held it on disk,
+ * and a crash replayed all of it. Between requests, when the session is
+ * idle and `pg_wal` has grown by {@link SEGMENTS_PER_CHECKPOINT} segments
+ * since the last checkpoint, one runs; Postgres then recycles or removes
+ * the segments it no longer needs (as many as `max_wal_size` allows stay).
+ */
+
+/** New segments (16 MB each by default) that make a checkpoint due. */
+export const SEGMENTS_PER_CHECKPOINT = 4
+
+/** How often `pg_wal` is looked at, at most: on a directory that is a `readdir`. */
+const LOOK_EVERY_MS = 200
+
+const STATEMENT = 'pgwasm_checkpoint'
+
+/**
+ * Parse of a named statement, Bind, Execute, Close and Sync: a simple Query
+ * or an unnamed Parse would drop the session's unnamed statement, which a
+ * client may still Bind.
+ */
+export const CHECKPOINT_REQUEST: Uint8Array = (() => {
+  const enc = new TextEncoder()
+  const frames: number[] = []
+  const frame = (type: string, body: number[]) => {
+    const length = body.length + 4
+    frames.push(type.charCodeAt(0), length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff, ...body)
+  }
+  const cstr = (s: string) => [...enc.encode(s), 0]
+  frame('P', [...cstr(STATEMENT), ...cstr('CHECKPOINT'), 0, 0])
+  frame('B', [...cstr(''), ...cstr(STATEMENT), 0, 0, 0, 0, 0, 0])
+  frame('E', [...cstr(''), 0, 0, 0, 0])
+  frame('C', [0x53 /* S */, ...cstr(STATEMENT)])
+  frame('S', [])
+  return Uint8Array.from(frames)
+})()
+
+/** When a checkpoint is due, from the count of entries in `pg_wal`. */
+export class CheckpointSchedule {
+  readonly #countWal: () => number
+  #baseline: number | undefined
+  #lookedAt = -Infinity
+
+  constructor(countWal: () => number) {
+    this.#countWal = countWal
+  }
+
+  /** Whether one is due at `now` (ms); call only while the session is idle. */
+  due(now: number): boolean {
+    if (now - this.#lookedAt < LOOK_EVERY_MS) return false
+    this.#lookedAt = now
+    const count = this.#countWal()
+    if (this.#baseline === undefined || count < this.#baseline) {
+      this.#baseline = count
+      return false
+    }
+    return count >= this.#baseline + SEGMENTS_PER_CHECKPOINT
+  }
+
+  /**
+   * After a checkpoint ran (or failed: a session user without the right to
+   * checkpoint tries again only after as many new segments).
+   */
+  ran(): void {
+    this.#baseline = this.#countWal()
+  }
+}
