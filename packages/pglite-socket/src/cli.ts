@@ -25,6 +25,9 @@ Options:
                            cancel a client's request that runs longer (57014),
                            whatever its own statement_timeout; 0: no limit
                            (default 0)
+  --max-copy-bytes <size>  COPY FROM STDIN data one client may send before
+                           CopyDone, held in memory until then: bytes, or a
+                           number with kB, MB or GB (default 256MB)
   --authentication-timeout <ms>
                            close a connection not through startup and password
                            in this time (default 60000)
@@ -56,6 +59,7 @@ async function main(): Promise<number> {
         'idle-in-transaction-timeout': { type: 'string', default: '60000' },
         'authentication-timeout': { type: 'string', default: '60000' },
         'max-statement-time': { type: 'string', default: '0' },
+        'max-copy-bytes': { type: 'string', default: '256MB' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
         'no-cancel-running': { type: 'boolean', default: false },
@@ -87,6 +91,8 @@ async function main(): Promise<number> {
   if (!Number.isInteger(maxStatementMs) || maxStatementMs < 0) {
     return usage(`--max-statement-time must be a whole number of ms >= 0, got ${args['max-statement-time']}`)
   }
+  const maxCopyBytes = byteSize(args['max-copy-bytes'])
+  if (maxCopyBytes === undefined) return usage(`--max-copy-bytes must be a whole number of bytes, kB, MB or GB, got ${args['max-copy-bytes']}`)
   const authMethod = args['auth-method'] as AuthMethod
   if (!AUTH_METHODS.includes(authMethod)) return usage(`--auth-method must be one of ${AUTH_METHODS.join(', ')}`)
 
@@ -112,6 +118,7 @@ async function main(): Promise<number> {
     idleInTransactionTimeoutMs,
     authenticationTimeoutMs,
     maxStatementMs,
+    maxCopyBytes,
     createDatabaseOnConnect: args['create-database-on-connect'],
     role: args.role,
     debug: args.debug,
@@ -145,6 +152,17 @@ async function main(): Promise<number> {
   await db.close()
   console.log('pgwasm-server: stopped')
   return 0
+}
+
+const UNITS: Record<string, number> = { '': 1, B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }
+
+/** `1048576`, `512kB`, `256MB` or `1GB` (units of 1024, as Postgres reads them) in bytes; undefined for anything else. */
+function byteSize(text: string): number | undefined {
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(text.trim())
+  const unit = match ? UNITS[match[2]!.toUpperCase()] : undefined
+  if (!match || unit === undefined) return undefined
+  const bytes = Number(match[1]) * unit
+  return Number.isSafeInteger(bytes) ? bytes : undefined
 }
 
 function usage(message: string): number {

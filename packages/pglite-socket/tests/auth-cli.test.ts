@@ -14,11 +14,14 @@ import {
   Waiters,
   endQuietly,
   errorFields,
+  frame,
   hasProgram,
   libpqEnv,
   run,
+  queryFrame,
   runCli,
   cliEnv,
+  withRawClient,
   serve,
   startupPacket,
   useDatabase,
@@ -217,6 +220,39 @@ describe('the CLI', () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('lets other machines in')
     expect(result.stdout).not.toContain('serving')
+  })
+
+  it('holds as much COPY data as --max-copy-bytes allows: more fails the COPY with 57014, less loads', { timeout: 180_000 }, async () => {
+    const cli = new Cli(['--port', '0', '--max-copy-bytes', '1kB'])
+    try {
+      const [, port] = await cli.waitFor(/serving .* at postgresql:\/\/\S+:(\d+)\//)
+      await withRawClient(Number(port), async (raw) => {
+        raw.write(queryFrame('create table copied (t text)'))
+        await raw.until('Z')
+        const copy = async (lines: number): Promise<Record<string, string> | undefined> => {
+          raw.write(queryFrame('copy copied from stdin'))
+          expect((await raw.next())?.type).toBe('G')
+          for (let i = 0; i < lines; i++) raw.write(frame('d', Buffer.from(`${'x'.repeat(99)}\n`)))
+          raw.write(frame('c'))
+          const error = (await raw.until('Z')).find((m) => m.type === 'E')
+          return error && errorFields(error.body)
+        }
+        // 20 lines of 100 bytes (and their frames) pass 1 kB; 5 do not.
+        expect(await copy(20)).toMatchObject({ C: '57014', M: expect.stringMatching(/1024 bytes of COPY data/) })
+        expect(await copy(5)).toBeUndefined()
+        raw.write(queryFrame('select count(*) from copied'))
+        const counted = await raw.until('Z')
+        expect(counted[1]!.body.subarray(6).toString()).toBe('5')
+      })
+    } finally {
+      cli.kill()
+    }
+  })
+
+  it('exits 2 with the usage when --max-copy-bytes is not a size', { timeout: 120_000 }, async () => {
+    const result = await runCli(['--max-copy-bytes', 'lots'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--max-copy-bytes must be a whole number of bytes, kB, MB or GB, got lots')
   })
 
   it.each([
