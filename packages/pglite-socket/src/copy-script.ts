@@ -121,17 +121,25 @@ export class CopyInScript {
     return this.#advance(engine)
   }
 
+  /** The Query frame of the COPY that waits for data: its request starts with it. */
+  get waitingPiece(): Uint8Array {
+    const copy = this.#waiting
+    if (!copy) throw new Error('no COPY is waiting for data')
+    return this.#piece(copy, copy)
+  }
+
   /**
-   * Runs the waiting COPY with the client's messages (CopyData frames ending
-   * in CopyDone or CopyFail), then on to the next COPY or the end.
+   * Runs the waiting COPY: `request` is {@link waitingPiece} followed by the
+   * client's CopyData frames and its CopyDone or CopyFail. Then on to the
+   * next COPY or the end.
    * @returns whether it waits for data again; otherwise ReadyForQuery was sent.
    */
-  supply(engine: ScriptEngine, messages: readonly Uint8Array[]): boolean {
+  supply(engine: ScriptEngine, request: Uint8Array): boolean {
     const copy = this.#waiting
     if (!copy) throw new Error('no COPY is waiting for data')
     this.#waiting = undefined
     this.#next++
-    const result = engine.forward(concat([this.#piece(copy, copy), ...messages]), true, this.#commitsLast(copy))
+    const result = engine.forward(request, true, this.#commitsLast(copy))
     this.#status = result.status
     return result.failed ? this.#fail(engine) : this.#advance(engine)
   }

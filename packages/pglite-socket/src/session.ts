@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto'
 import { ProtocolError, type EngineLease, type LeaseClient } from '@pgwasm/pglite'
 import { Authenticator, type AuthMethod } from './auth.js'
+import { CopyInBuffer } from './copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from './copy-script.js'
 import { BatchBuilder } from './batch.js'
 import type { AuthThrottle } from './auth-throttle.js'
@@ -122,6 +123,8 @@ function isOneRequest(batch: Uint8Array): boolean {
 /** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
 const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
 const EMPTY = new Uint8Array(0)
+/** A CopyDone or CopyFail frame's size past the data (a CopyFail's reason is ours and short). */
+const COPY_END_BYTES = 256
 const enum Status {
   Idle = 0x49 /* I */,
 }
@@ -231,7 +234,7 @@ export class Session implements MuxClient {
   #script: CopyInScript | undefined
   /** Output of a cached-statement batch held until it is known to have bound. */
   readonly #held: Uint8Array[] = []
-  #copyIn: Uint8Array[] = []
+  #copyIn: CopyInBuffer | undefined
   #copyInBytes = 0
   /** The COPY failed for its size: CopyData up to its CopyDone or CopyFail is dropped. */
   #discardingCopy = false
@@ -497,7 +500,10 @@ export class Session implements MuxClient {
         this.#discardingCopy = false
       }
       if (this.#script) {
-        if (!(await this.#takeCopyIn(input.take(size)))) break
+        // A view, not a copy: #takeCopyIn copies it into the request before it awaits anything.
+        const frame = buffer.subarray(at, at + size)
+        input.skip(size)
+        if (!(await this.#takeCopyIn(frame))) break
         continue
       }
       if (this.#skipToSync) {
@@ -660,16 +666,18 @@ export class Session implements MuxClient {
     if (type === Msg.CopyData) {
       this.#copyInBytes += f.length
       if (this.#copyInBytes <= this.#host.maxCopyBytes) {
-        this.#copyIn.push(f)
+        this.#copyRequest().append(f)
         return true
       }
       // Fail the COPY now rather than hold more of it; the rest of its data is dropped.
       this.#discardingCopy = true
       const reason = `more than ${this.#host.maxCopyBytes} bytes of COPY data before CopyDone (the server's \`maxCopyBytes\`)`
-      await this.#endCopy([copyFail(reason)])
+      this.#copyIn = undefined
+      this.#copyRequest().append(copyFail(reason))
+      await this.#endCopy()
     } else if (type === Msg.CopyDone || type === Msg.CopyFail) {
-      this.#copyIn.push(f)
-      await this.#endCopy(this.#copyIn)
+      this.#copyRequest().append(f)
+      await this.#endCopy()
     } else if (type !== Msg.Flush && type !== Msg.Sync) {
       const code = type.toString(16).toUpperCase().padStart(2, '0')
       this.#transport.write(errorResponse('08P01', `unexpected message type 0x${code} during COPY from stdin`))
@@ -691,13 +699,19 @@ export class Session implements MuxClient {
     return this.#mux.abandonWaiting(this, CANCELED)
   }
 
-  /** Gives the waiting COPY script its data (ending with CopyDone or CopyFail). */
-  async #endCopy(messages: Uint8Array[]): Promise<void> {
+  /** The waiting COPY's request being gathered, begun with its Query frame. */
+  #copyRequest(): CopyInBuffer {
+    return (this.#copyIn ??= new CopyInBuffer(this.#script!.waitingPiece, this.#host.maxCopyBytes + COPY_END_BYTES))
+  }
+
+  /** Gives the waiting COPY script its request (data ending with CopyDone or CopyFail). */
+  async #endCopy(): Promise<void> {
     const script = this.#script!
+    const request = this.#copyIn!.bytes
     this.#script = undefined
-    this.#copyIn = []
+    this.#copyIn = undefined
     this.#copyInBytes = 0
-    await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, messages))
+    await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, request))
   }
 
   async #runBatch(message: Uint8Array, listenChanged: boolean, meaning = false): Promise<void> {
@@ -958,7 +972,7 @@ export class Session implements MuxClient {
     this.#timeouts.stop()
     if (this.#authTimer) clearTimeout(this.#authTimer)
     // What it held for the engine goes now, not when the socket object does.
-    this.#copyIn = []
+    this.#copyIn = undefined
     this.#held.length = 0
     this.#transport.end()
     void this.cleanup()

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -172,6 +173,28 @@ function copySuite(name: string, start: () => Promise<Target>): void {
       ])
       expect(await exchange([copyData('1\tx\n'), copyDone()], ['G', 'Z'])).toEqual(['C COPY 1', textCopyIn(1)])
       expect(await exchange([copyData('2\n3\n'), copyDone()])).toEqual(['C COPY 2', 'T', 'D 3', 'C SELECT 1', 'Z I'])
+      await done()
+    })
+
+    it('loads 8 MB sent in 2,000 CopyData frames with every byte in place', async () => {
+      await connect()
+      await one('create table c_big (a int, b text)')
+      expect(await exchange(queryFrame('copy c_big from stdin'), ['G', 'Z'])).toEqual([textCopyIn(2)])
+      const rows: string[] = []
+      const frames: Buffer[] = []
+      for (let f = 0; f < 2000; f++) {
+        const lines: string[] = []
+        for (let i = 0; i < 4; i++) {
+          const a = f * 4 + i
+          const b = createHash('sha256').update(String(a)).digest('hex').repeat(31).slice(0, 1000)
+          rows.push(b)
+          lines.push(`${a}\t${b}\n`)
+        }
+        frames.push(copyData(lines.join('')))
+      }
+      expect(await exchange([...frames, copyDone()])).toEqual(['C COPY 8000', 'Z I'])
+      const whole = createHash('md5').update(rows.join('')).digest('hex')
+      expect(await one("select md5(string_agg(b, '' order by a)) from c_big")).toEqual(['T', `D ${whole}`, 'C SELECT 1', 'Z I'])
       await done()
     })
 
