@@ -12,10 +12,11 @@
  *   startup-child <ours|pglite> ext-first         (create() with the five extensions, incl. import)
  *   startup-child <ours|pglite> ext-later <count> (create() with them after a discarded first)
  *   startup-child <ours|pglite> ext-clone <count> (clone() of a database using them)
- *   startup-child <ours|pglite|native> bulk <copy|ctas> <rows> <memory|dir path|native url>
+ *   startup-child <ours|pglite|native> bulk <copy|ctas> <rows> <memory|dir path|native url|server>
  *                                               (samples: [ms of one load of <rows> rows of 1 kB])
  */
 import { PRISMA_SCHEMA, SCHEMA_TABLES } from './prisma-schema.js'
+import { copyThroughServer } from './server-copy.js'
 
 interface Db {
   query(sql: string): Promise<{ rows: unknown[] }>
@@ -118,6 +119,7 @@ async function bulkLoad(kind: 'copy' | 'ctas', rows: number, where: string): Pro
       await client.end()
     }
   }
+  if (where === 'server') return copyThroughServer(copyParts(rows), rows)
   const db = (await PGlite.create(where === 'memory' ? undefined : where)) as Db & {
     query(sql: string, params: unknown[], options: { blob: Blob }): Promise<{ rows: unknown[] }>
   }

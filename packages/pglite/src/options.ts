@@ -169,8 +169,22 @@ export const IDB_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off', 
  * WAL lives in memory here too: after a checkpoint (engine/wal-checkpoints.ts)
  * Postgres keeps as many recycled segments as `max_wal_size` allows, which
  * at initdb's 1 GB held up to 1 GB after one bulk load; 64 MB keeps four.
+ *
+ * `wal_level=minimal`: WAL here serves no standby and no crash recovery, so
+ * a table created or truncated in the same transaction is loaded without
+ * WAL and written out at commit, as Postgres does at that level (CREATE
+ * TABLE AS of 300k rows of 1 kB: 754 -> 428 ms). Streaming replication is
+ * off at that level (`max_wal_senders=0`), which nothing in one process uses.
  */
-const MEMORY_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off', '-c', 'shared_buffers=32MB', '-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB']
+const MEMORY_ARGS: readonly string[] = [
+  '-F',
+  '-c', 'full_page_writes=off',
+  '-c', 'shared_buffers=32MB',
+  '-c', 'max_wal_size=64MB',
+  '-c', 'min_wal_size=32MB',
+  '-c', 'wal_level=minimal',
+  '-c', 'max_wal_senders=0',
+]
 
 const RELAXED_DISK_ARGS: readonly string[] = ['-c', 'synchronous_commit=off']
 

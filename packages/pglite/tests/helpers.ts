@@ -76,3 +76,13 @@ export function queryMessage(sql: string): Uint8Array {
   out.set(text, 5)
   return out
 }
+
+/** The type letters of the frames in a reply, in order. */
+export function frameTypes(bytes: Uint8Array): string {
+  let types = ''
+  for (let i = 0; i < bytes.length; ) {
+    types += String.fromCharCode(bytes[i]!)
+    i += 1 + new DataView(bytes.buffer, bytes.byteOffset + i + 1, 4).getInt32(0)
+  }
+  return types
+}

@@ -1,16 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { concat } from './helpers.js'
+import { concat, frameTypes } from './helpers.js'
 import { serialize } from 'pg-protocol'
 import { PGlite } from '../src/index.js'
-
-function frameTypes(bytes: Uint8Array): string {
-  let types = ''
-  for (let i = 0; i < bytes.length; ) {
-    types += String.fromCharCode(bytes[i]!)
-    i += 1 + new DataView(bytes.buffer, bytes.byteOffset + i + 1, 4).getInt32(0)
-  }
-  return types
-}
 
 describe('raw protocol execs', () => {
   let db: PGlite

@@ -1,21 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { serialize } from 'pg-protocol'
-import { concat, tempDir } from './helpers.js'
+import { concat, frameTypes, tempDir } from './helpers.js'
 import { PGlite } from '../src/index.js'
 
 /** ~11 MB of WAL: 10,000 rows of 1 kB. */
 const WRITE_SQL = "insert into w select g, repeat('x', 1000) from generate_series(1, 10000) g"
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** Frame type letters of a reply, in order. */
-function frameTypes(bytes: Uint8Array): string {
-  let types = ''
-  for (let i = 0; i < bytes.length; ) {
-    types += String.fromCharCode(bytes[i]!)
-    i += 1 + new DataView(bytes.buffer, bytes.byteOffset + i + 1, 4).getInt32(0)
-  }
-  return types
-}
 
 async function walSegments(db: PGlite): Promise<number> {
   const { rows } = await db.query<{ n: number }>("select count(*)::int as n from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$'")
