@@ -45,3 +45,8 @@ export function collectGarbageSoon(): void {
   const timer = setTimeout(run, 0)
   if (typeof timer === 'object' && timer !== null && 'unref' in timer) timer.unref()
 }
+
+/** Runs a full collection now, where one can be had (see {@link collectGarbageSoon}). */
+export function collectGarbageNow(): void {
+  fullCollection()?.()
+}

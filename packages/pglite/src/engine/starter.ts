@@ -1,4 +1,4 @@
-import { collectGarbageSoon } from './collect-garbage.js'
+import { collectGarbageNow, collectGarbageSoon } from './collect-garbage.js'
 import type { EngineAssets } from './assets.js'
 import { Backend, BlankModule, DEFAULT_MEMORY, type BackendOptions } from './backend.js'
 import { backendEnv } from './module.js'
@@ -242,10 +242,9 @@ export async function startInMemory(assets: EngineAssets, options: MemoryStartOp
     const taken = backend.snapshot()
     snapshots.set(key, taken)
     pool.prepare(taken.pages)
-    const saved = saveToDisk(key, taken, options.cacheDir)
-    const restored = await restoredInstead(assets, backend, taken, options.onLog)
-    // After the save too: its encoding leaves as much garbage as the booted module.
-    if (restored !== backend) void saved.then(collectGarbageSoon)
+    const restored = await restoredInstead(assets, backend, taken, options)
+    // After the save too: its encoding leaves garbage as large as the snapshot.
+    void saveToDisk(key, taken, options.cacheDir).then(collectGarbageSoon)
     return restored
   }
   return backend
@@ -257,18 +256,19 @@ export async function startInMemory(assets: EngineAssets, options: MemoryStartOp
  * first database booted (a first start after install) held ~20-35% more
  * memory for its whole life than one that restored. The booted backend gives
  * way to a restore of its own start-up snapshot (~70-100 ms, once per
- * install and options), and its module is let go.
+ * install and options). Its module is let go and collected before the
+ * restore's module is made: the two at once were the process's peak.
+ * Should the restore fail, Postgres boots again.
  */
-async function restoredInstead(assets: EngineAssets, booted: Backend, snapshot: EngineSnapshot, onLog?: (line: string) => void): Promise<Backend> {
-  let restored: Backend
+async function restoredInstead(assets: EngineAssets, booted: Backend, snapshot: EngineSnapshot, options: MemoryStartOptions): Promise<Backend> {
+  booted.abandon()
+  collectGarbageNow()
   try {
     // No module made ahead of time for it: a booted first database never asked for one.
-    restored = Backend.restore(await pool.take(assets, snapshot.pages, false), snapshot, onLog)
+    return Backend.restore(await pool.take(assets, snapshot.pages, false), snapshot, options.onLog)
   } catch {
-    return booted
+    return Backend.start(assets, { ...options, mount: { kind: 'memory', tree: await options.loadTree() } })
   }
-  booted.abandon()
-  return restored
 }
 
 export type SnapshotKeyParts = Pick<MemoryStartOptions, 'treeKey' | 'username' | 'database' | 'startArgs' | 'cacheDir'>
