@@ -27,7 +27,7 @@ import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-g
 import { recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
 import { nodeBuiltin } from './node-builtin.js'
-import { CHECKPOINT_REQUEST, CheckpointSchedule } from './wal-checkpoints.js'
+import { CHECKPOINT_REQUEST, CheckpointSchedule, SEGMENTS_PER_CHECKPOINT } from './wal-checkpoints.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -320,12 +320,16 @@ export class Backend {
   #idleSince = performance.now()
   /** When the request that opened the current transaction block started; undefined outside one. */
   #transactionSince: number | undefined
-  readonly #checkpoints = new CheckpointSchedule(() => this.#mod.FS.readdir(`${PGDATA}/pg_wal`).length)
+  readonly #checkpoints: CheckpointSchedule
   #checkpointing = false
 
   private constructor(blank: BlankModule, onLog: ((line: string) => void) | undefined, inMemory: boolean) {
     this.#blank = blank
     this.#inMemory = inMemory
+    this.#checkpoints = new CheckpointSchedule(
+      () => this.#mod.FS.readdir(`${PGDATA}/pg_wal`).length,
+      SEGMENTS_PER_CHECKPOINT[inMemory ? 'memory' : 'directory'],
+    )
     this.#pristineTable = tableLength(blank.control)
     this.#mod = blank.mod
     this.#control = blank.control
