@@ -8,13 +8,11 @@
 export class CopyInBuffer {
   #bytes: Uint8Array
   #length = 0
-  readonly #resizable: boolean
 
   /** `head`: the COPY's Query frame; `room`: the most data expected after it (reserved where the runtime can, as address space only). */
   constructor(head: Uint8Array, room: number) {
     const initial = Math.max(64 * 1024, head.length)
     this.#bytes = reserve(initial, head.length + room)
-    this.#resizable = (this.#bytes.buffer as ResizableBuffer).resizable === true
     this.append(head)
   }
 
@@ -33,7 +31,7 @@ export class CopyInBuffer {
   #grow(needed: number): void {
     const buffer = this.#bytes.buffer as ResizableBuffer
     const size = Math.max(needed, this.#bytes.length * 2)
-    if (this.#resizable && needed <= buffer.maxByteLength) {
+    if (buffer.resizable === true && needed <= buffer.maxByteLength) {
       buffer.resize(Math.min(size, buffer.maxByteLength))
       return
     }

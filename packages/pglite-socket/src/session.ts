@@ -672,8 +672,9 @@ export class Session implements MuxClient {
       // Fail the COPY now rather than hold more of it; the rest of its data is dropped.
       this.#discardingCopy = true
       const reason = `more than ${this.#host.maxCopyBytes} bytes of COPY data before CopyDone (the server's \`maxCopyBytes\`)`
-      this.#copyIn = undefined
-      this.#copyRequest().append(copyFail(reason))
+      const failed = copyFail(reason)
+      this.#copyIn = new CopyInBuffer(this.#script!.waitingPiece, failed.length)
+      this.#copyIn.append(failed)
       await this.#endCopy()
     } else if (type === Msg.CopyDone || type === Msg.CopyFail) {
       this.#copyRequest().append(f)

@@ -236,8 +236,7 @@ export async function startInMemory(assets: EngineAssets, options: MemoryStartOp
       }
     }
   }
-  const tree = await options.loadTree()
-  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree } })
+  const backend = await boot(assets, options)
   if (options.initialMemory === undefined && backend.isSnapshotable && !snapshots.has(key)) {
     const taken = backend.snapshot()
     snapshots.set(key, taken)
@@ -267,8 +266,13 @@ async function restoredInstead(assets: EngineAssets, booted: Backend, snapshot: 
     // No module made ahead of time for it: a booted first database never asked for one.
     return Backend.restore(await pool.take(assets, snapshot.pages, false), snapshot, options.onLog)
   } catch {
-    return Backend.start(assets, { ...options, mount: { kind: 'memory', tree: await options.loadTree() } })
+    return boot(assets, options)
   }
+}
+
+/** Postgres started on the template's tree, in memory. */
+async function boot(assets: EngineAssets, options: MemoryStartOptions): Promise<Backend> {
+  return Backend.start(assets, { ...options, mount: { kind: 'memory', tree: await options.loadTree() } })
 }
 
 export type SnapshotKeyParts = Pick<MemoryStartOptions, 'treeKey' | 'username' | 'database' | 'startArgs' | 'cacheDir'>

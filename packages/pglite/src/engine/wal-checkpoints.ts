@@ -10,6 +10,8 @@
  * the segments it no longer needs (as many as `max_wal_size` allows stay).
  */
 
+import { FrameWriter } from '../protocol/encode.js'
+
 /**
  * New segments (16 MB each by default) that make a checkpoint due: in
  * memory, four (WAL is memory there); on a directory, sixteen, since each
@@ -28,21 +30,14 @@ const STATEMENT = 'pgwasm_checkpoint'
  * or an unnamed Parse would drop the session's unnamed statement, which a
  * client may still Bind.
  */
-export const CHECKPOINT_REQUEST: Uint8Array = (() => {
-  const enc = new TextEncoder()
-  const frames: number[] = []
-  const frame = (type: string, body: number[]) => {
-    const length = body.length + 4
-    frames.push(type.charCodeAt(0), length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff, ...body)
-  }
-  const cstr = (s: string) => [...enc.encode(s), 0]
-  frame('P', [...cstr(STATEMENT), ...cstr('CHECKPOINT'), 0, 0])
-  frame('B', [...cstr(''), ...cstr(STATEMENT), 0, 0, 0, 0, 0, 0])
-  frame('E', [...cstr(''), 0, 0, 0, 0])
-  frame('C', [0x53 /* S */, ...cstr(STATEMENT)])
-  frame('S', [])
-  return Uint8Array.from(frames)
-})()
+export const CHECKPOINT_REQUEST: Uint8Array = new FrameWriter()
+  .parse(STATEMENT, 'CHECKPOINT')
+  .bind('', STATEMENT, [])
+  .execute()
+  .close('S', STATEMENT)
+  .sync()
+  .view()
+  .slice()
 
 /** When a checkpoint is due, from the count of entries in `pg_wal`. */
 export class CheckpointSchedule {
