@@ -46,6 +46,17 @@ describe('WAL of a long session', () => {
     expect((await db.query<{ n: number }>('select count(*)::int as n from w')).rows[0]!.n).toBe(0)
   }, 120_000)
 
+  it('goes on when SQL prepared a statement under the name the checkpoint uses', async () => {
+    const db = await PGlite.create()
+    open.push(db)
+    // An attack: a Parse of a name that exists fails, so this would stop every checkpoint.
+    await db.exec('prepare pgwasm_checkpoint as select 1')
+    const before = await lastCheckpoint(db)
+    await writeMuchWal(db, 2)
+    expect(await lastCheckpoint(db)).not.toBe(before)
+    expect(await walSegments(db)).toBeLessThanOrEqual(8)
+  }, 120_000)
+
   it('is checkpointed on a directory too, and the data is there after a reopen', async () => {
     const dir = tempDir('pgwasm-wal-')
     const db = await PGlite.create(dir)

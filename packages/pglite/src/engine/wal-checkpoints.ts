@@ -28,9 +28,12 @@ const STATEMENT = 'pgwasm_checkpoint'
 /**
  * Parse of a named statement, Bind, Execute, Close and Sync: a simple Query
  * or an unnamed Parse would drop the session's unnamed statement, which a
- * client may still Bind.
+ * client may still Bind. A Close of the name goes first: SQL that prepared
+ * a statement by that name would otherwise fail every Parse, and with it
+ * every checkpoint.
  */
 export const CHECKPOINT_REQUEST: Uint8Array = new FrameWriter()
+  .close('S', STATEMENT)
   .parse(STATEMENT, 'CHECKPOINT')
   .bind('', STATEMENT, [])
   .execute()
