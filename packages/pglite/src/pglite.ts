@@ -738,7 +738,7 @@ export class PGlite implements AsyncDisposable {
 
   /** Input for `COPY ... FROM '/dev/blob'` during one call. */
   async #feedBlob(blob: Blob): Promise<void> {
-    this.#backend!.blob.setInput(new Uint8Array(await blob.arrayBuffer()))
+    await this.#backend!.blob.feed(blob)
   }
 
   /** What `COPY ... TO '/dev/blob'` wrote during the call becomes `result.blob`. */
@@ -751,7 +751,7 @@ export class PGlite implements AsyncDisposable {
   #endBlob(): void {
     const blob = this.#backend?.blob
     if (!blob) return
-    blob.setInput(undefined)
+    blob.clearInput()
     // Output of a failed call must not reach the next one.
     blob.takeOutput()
   }

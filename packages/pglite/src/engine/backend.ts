@@ -449,7 +449,7 @@ export class Backend {
     this.#sink = discard
     this.#input = new Uint8Array(0)
     this.#log.length = 0
-    this.#blob.setInput(undefined)
+    this.#blob.clearInput()
     this.#blob.takeOutput()
     this.#blank.setLogSink(undefined)
     return this.#blank

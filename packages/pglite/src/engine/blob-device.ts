@@ -1,3 +1,4 @@
+import { BlobReadError, streamedInput, wholeInput, type BlobInput } from './blob-input.js'
 import type { FsStream, PostgresModule } from './emscripten.js'
 
 /**
@@ -5,15 +6,18 @@ import type { FsStream, PostgresModule } from './emscripten.js'
  * from and `COPY ... TO '/dev/blob'` writes the result Blob to (docs/engine.md).
  */
 export interface BlobDevice {
-  setInput(bytes: Uint8Array | undefined): void
+  /** Makes `blob` what `/dev/blob` reads until {@link clearInput}. */
+  feed(blob: Blob): Promise<void>
+  clearInput(): void
   /** The chunks written since the last call, or undefined if none. */
   takeOutput(): Uint8Array[] | undefined
 }
 
 const EINVAL = 28
+const EIO = 29
 
 export function registerBlobDevice(mod: PostgresModule): BlobDevice {
-  let input: Uint8Array | undefined
+  let input: BlobInput | undefined
   let output: Uint8Array[] | undefined
   const fs = mod.FS
   const dev = fs.makedev(64, 0)
@@ -22,9 +26,12 @@ export function registerBlobDevice(mod: PostgresModule): BlobDevice {
     close() {},
     read(_stream: FsStream, buffer: Uint8Array, offset: number, length: number, position: number): number {
       if (!input) return 0
-      const n = Math.max(0, Math.min(length, input.byteLength - position))
-      buffer.set(input.subarray(position, position + n), offset)
-      return n
+      try {
+        return input.read(buffer, offset, length, position)
+      } catch (error) {
+        if (error instanceof BlobReadError) throw new fs.ErrnoError(EIO)
+        throw error
+      }
     },
     write(_stream: FsStream, buffer: Uint8Array, offset: number, length: number): number {
       ;(output ??= []).push(buffer.slice(offset, offset + length))
@@ -33,15 +40,21 @@ export function registerBlobDevice(mod: PostgresModule): BlobDevice {
     llseek(stream: FsStream, offset: number, whence: number): number {
       let position = offset
       if (whence === 1) position += stream.position
-      else if (whence === 2) position += input?.byteLength ?? 0
+      else if (whence === 2) position += input?.size ?? 0
       if (position < 0) throw new fs.ErrnoError(EINVAL)
       return position
     },
   })
   fs.mkdev('/dev/blob', dev)
   return {
-    setInput(bytes) {
-      input = bytes
+    async feed(blob) {
+      input?.close()
+      input = undefined
+      input = streamedInput(blob) ?? wholeInput(new Uint8Array(await blob.arrayBuffer()))
+    },
+    clearInput() {
+      input?.close()
+      input = undefined
     },
     takeOutput() {
       const out = output
