@@ -28,6 +28,11 @@ Options:
   --max-copy-bytes <size>  COPY FROM STDIN data one client may send before
                            CopyDone, held in memory until then: bytes, or a
                            number with kB, MB or GB (default 256MB)
+  --copy-stall-timeout <ms>
+                           a COPY past 1 MB of data runs while the rest
+                           arrives, the engine reading it from the client;
+                           its data stopping this long fails it (57014);
+                           0: hold all COPY data until CopyDone (default 5000)
   --authentication-timeout <ms>
                            close a connection not through startup and password
                            in this time (default 60000)
@@ -60,6 +65,7 @@ async function main(): Promise<number> {
         'authentication-timeout': { type: 'string', default: '60000' },
         'max-statement-time': { type: 'string', default: '0' },
         'max-copy-bytes': { type: 'string', default: '256MB' },
+        'copy-stall-timeout': { type: 'string', default: '5000' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
         'no-cancel-running': { type: 'boolean', default: false },
@@ -93,6 +99,10 @@ async function main(): Promise<number> {
   }
   const maxCopyBytes = byteSize(args['max-copy-bytes'])
   if (maxCopyBytes === undefined) return usage(`--max-copy-bytes must be a whole number of bytes, kB, MB or GB, got ${args['max-copy-bytes']}`)
+  const copyStallMs = Number(args['copy-stall-timeout'])
+  if (!Number.isInteger(copyStallMs) || copyStallMs < 0) {
+    return usage(`--copy-stall-timeout must be a whole number of ms >= 0, got ${args['copy-stall-timeout']}`)
+  }
   const authMethod = args['auth-method'] as AuthMethod
   if (!AUTH_METHODS.includes(authMethod)) return usage(`--auth-method must be one of ${AUTH_METHODS.join(', ')}`)
 
@@ -119,6 +129,7 @@ async function main(): Promise<number> {
     authenticationTimeoutMs,
     maxStatementMs,
     maxCopyBytes,
+    copyStallMs,
     createDatabaseOnConnect: args['create-database-on-connect'],
     role: args.role,
     debug: args.debug,

@@ -20,8 +20,10 @@ export interface ScriptEngine {
    * everything but ReadyForQuery and NotificationResponse. With `dropCopyIn`
    * the CopyInResponse the client was sent already goes too; with
    * `holdLastComplete` the last CommandComplete waits for {@link settleHeld}.
+   * `copyIn` gives a COPY the rest of its data once `message` runs out
+   * (EngineLease.copyInFrom).
    */
-  forward(message: Uint8Array, dropCopyIn: boolean, holdLastComplete: boolean): StepResult
+  forward(message: Uint8Array, dropCopyIn: boolean, holdLastComplete: boolean, copyIn?: () => Uint8Array | undefined): StepResult
   /** Sends or drops the CommandComplete `forward` held back. */
   settleHeld(send: boolean): void
   /** Runs `message` and returns its whole output, none of it sent. */
@@ -130,16 +132,17 @@ export class CopyInScript {
 
   /**
    * Runs the waiting COPY: `request` is {@link waitingPiece} followed by the
-   * client's CopyData frames and its CopyDone or CopyFail. Then on to the
-   * next COPY or the end.
+   * client's CopyData frames and its CopyDone or CopyFail, or by the first
+   * of them, with `more` giving the rest as the engine asks (copy-stream.ts).
+   * Then on to the next COPY or the end.
    * @returns whether it waits for data again; otherwise ReadyForQuery was sent.
    */
-  supply(engine: ScriptEngine, request: Uint8Array): boolean {
+  supply(engine: ScriptEngine, request: Uint8Array, more?: () => Uint8Array | undefined): boolean {
     const copy = this.#waiting
     if (!copy) throw new Error('no COPY is waiting for data')
     this.#waiting = undefined
     this.#next++
-    const result = engine.forward(request, true, this.#commitsLast(copy))
+    const result = engine.forward(request, true, this.#commitsLast(copy), more)
     this.#status = result.status
     return result.failed ? this.#fail(engine) : this.#advance(engine)
   }

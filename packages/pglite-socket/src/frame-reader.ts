@@ -44,6 +44,31 @@ export class FrameReader {
   }
 
   /**
+   * Reads into the buffer's free room with `read` (which returns how many
+   * bytes it put there, or 0 or less for none), making room first: the
+   * unread bytes move to the front, and the buffer grows to hold at least
+   * `room` more. Views of the buffer taken before are no longer valid.
+   * @returns what `read` returned.
+   */
+  readInto(read: (into: Uint8Array) => number, room: number): number {
+    const length = this.#end - this.#start
+    if (this.#buffer.length - this.#end < room) {
+      if (length + room <= this.#buffer.length) {
+        this.#buffer.copyWithin(0, this.#start, this.#end)
+      } else {
+        const grown = new Uint8Array(Math.max(length + room, this.#buffer.length * 2))
+        grown.set(this.#buffer.subarray(this.#start, this.#end))
+        this.#buffer = grown
+      }
+      this.#start = 0
+      this.#end = length
+    }
+    const n = read(this.#buffer.subarray(this.#end))
+    if (n > 0) this.#end += n
+    return n
+  }
+
+  /**
    * The next startup-phase packet (length, then code), or undefined while incomplete.
    * @throws {ProtocolError} `BAD_FRAME` for a length outside 8..10000.
    */

@@ -69,6 +69,15 @@ export interface HostOptions {
    */
   readonly maxCopyBytes?: number
   /**
+   * A COPY FROM STDIN whose data passes 1 MiB no longer waits for CopyDone:
+   * the engine runs it while the rest arrives, reading the client's socket
+   * as it needs data (less memory, and the upload and the load overlap).
+   * The engine is that client's meanwhile, so a COPY whose data stops for
+   * this long fails with 57014. 0 holds every COPY's data until CopyDone, as
+   * before (the data is then capped by {@link maxCopyBytes}). @default 5000
+   */
+  readonly copyStallMs?: number
+  /**
    * Give a database name a startup packet names, that neither is served nor
    * was made with CREATE DATABASE, its own new instance (after the client
    * authenticated). Otherwise such a client gets FATAL 3D000. @default false
@@ -106,6 +115,7 @@ export class DatabaseHost implements SessionHost {
   readonly maxStatementMs: number
   readonly authenticationTimeoutMs: number
   readonly maxCopyBytes: number
+  readonly copyStallMs: number
   readonly authThrottle = new AuthThrottle()
   readonly #createOnConnect: boolean
   serverVersion = '18.0'
@@ -126,6 +136,7 @@ export class DatabaseHost implements SessionHost {
     this.maxStatementMs = nonNegative(options.maxStatementMs ?? 0, 'maxStatementMs')
     this.authenticationTimeoutMs = nonNegative(options.authenticationTimeoutMs ?? 60_000, 'authenticationTimeoutMs')
     this.maxCopyBytes = nonNegative(options.maxCopyBytes ?? 256 * 1024 * 1024, 'maxCopyBytes')
+    this.copyStallMs = nonNegative(options.copyStallMs ?? 5000, 'copyStallMs')
     this.#createOnConnect = options.createDatabaseOnConnect ?? false
     this.authMethod = options.authMethod ?? 'scram-sha-256'
     this.syncTimeoutMs = options.syncTimeoutMs ?? 30_000

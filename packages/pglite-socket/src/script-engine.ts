@@ -29,16 +29,18 @@ export class LeaseScriptEngine implements ScriptEngine {
     this.#status = status
   }
 
-  forward(message: Uint8Array, dropCopyIn: boolean, holdLastComplete: boolean): StepResult {
+  forward(message: Uint8Array, dropCopyIn: boolean, holdLastComplete: boolean, copyIn?: () => Uint8Array | undefined): StepResult {
     const splitter = this.#splitter
     splitter.lastStatus = 0
     splitter.errorSeen = false
     splitter.dropReady = true
     splitter.dropCopyIn = dropCopyIn
     splitter.holdComplete = holdLastComplete
+    if (copyIn) this.#lease.copyInFrom(copyIn)
     try {
       this.#lease.execProtocolRawStream(message, this.#onOutput)
     } finally {
+      if (copyIn) this.#lease.copyInFrom(undefined)
       splitter.dropReady = false
       splitter.dropCopyIn = false
       splitter.holdComplete = false

@@ -4,8 +4,8 @@ import { dirname } from 'node:path'
 import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
 import { CancelHelper } from './cancel-helper.js'
 import { DatabaseHost, type HostOptions } from './host.js'
-import { peerLeft } from './peer-left.js'
-import { Session } from './session.js'
+import { peerLeft, peerMayBeInProcess, readNow, socketFd } from './socket-now.js'
+import { Session, type Transport } from './session.js'
 import { errorResponse } from './wire.js'
 
 export interface PGliteServerOptions extends HostOptions {
@@ -220,7 +220,8 @@ export class PGliteServer extends EventEmitter {
       get backlogBytes() {
         return socket.writableLength
       },
-      peerLeft: () => peerLeft(socket, (bytes) => queueMicrotask(() => session.receive(bytes))),
+      peerLeft: () => peerLeft(socket, (bytes) => session.receiveEarly(bytes)),
+      ...readsNow(socket),
       drained: () =>
         new Promise<void>((resolve) => {
           if (socket.destroyed || socket.writableLength === 0) return resolve()
@@ -322,3 +323,18 @@ async function makeSocketFolder(path: string): Promise<void> {
   }
 }
 
+/**
+ * The Transport's synchronous reads of `socket` (session.ts), where it has a
+ * descriptor: only while Node holds nothing it read but did not deliver,
+ * and never for a client in this thread (it could not send meanwhile).
+ */
+function readsNow(socket: Socket): Pick<Transport, 'readNow' | 'readNowReady'> {
+  const fd = socketFd(socket)
+  if (fd === undefined) return {}
+  let inProcess: boolean | undefined
+  return {
+    readNow: (into) => readNow(fd, into),
+    readNowReady: () =>
+      socket.readableLength === 0 && !socket.isPaused() && !socket.destroyed && !(inProcess ??= peerMayBeInProcess(socket)),
+  }
+}

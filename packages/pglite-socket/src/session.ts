@@ -3,6 +3,7 @@ import { ProtocolError, type EngineLease, type LeaseClient } from '@pgwasm/pglit
 import { Authenticator, type AuthMethod } from './auth.js'
 import { CopyInBuffer } from './copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from './copy-script.js'
+import { CopyStream } from './copy-stream.js'
 import { BatchBuilder } from './batch.js'
 import type { AuthThrottle } from './auth-throttle.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
@@ -55,6 +56,14 @@ export interface Transport {
    * statement: it must answer at once, from what the kernel holds.
    */
   peerLeft?(): boolean
+  /**
+   * Reads what the kernel holds for the connection now, while the engine
+   * holds this thread (copy-stream.ts): bytes read, 0 for none yet, or
+   * PEER_LEFT. Absent where that cannot be done (no descriptor to read).
+   */
+  readNow?(into: Uint8Array): number
+  /** Whether everything read from the connection so far was delivered (so {@link readNow} reads what follows it). */
+  readNowReady?(): boolean
 }
 
 /** What sessions share: the databases, limits and password settings of a server. */
@@ -69,6 +78,8 @@ export interface SessionHost {
   readonly maxStatementMs: number
   readonly authenticationTimeoutMs: number
   readonly maxCopyBytes: number
+  /** See HostOptions; 0: COPY data is held until CopyDone. */
+  readonly copyStallMs: number
   readonly authThrottle: AuthThrottle
   readonly serverVersion: string
   /**
@@ -125,6 +136,8 @@ const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
 const EMPTY = new Uint8Array(0)
 /** A CopyDone or CopyFail frame's size past the data (a CopyFail's reason is ours and short). */
 const COPY_END_BYTES = 256
+/** COPY data past this much streams into the engine instead of waiting for CopyDone (HostOptions.copyStallMs). */
+const STREAM_COPY_AFTER = 1024 * 1024
 const enum Status {
   Idle = 0x49 /* I */,
 }
@@ -188,7 +201,9 @@ export class Session implements MuxClient {
    */
   readonly stopRequested = (): boolean =>
     this.#state !== 'closed' &&
-    (this.#host.canceledWhileRunning(this.processId, this.secret) || (this.#transport.peerLeft?.() ?? false))
+    (this.#host.canceledWhileRunning(this.processId, this.secret) ||
+      // A streamed COPY reads the socket itself (and sees the client leave).
+      (!this.#streaming && (this.#transport.peerLeft?.() ?? false)))
   readonly #host: SessionHost
   readonly #transport: Transport
   readonly #input: FrameReader
@@ -238,6 +253,10 @@ export class Session implements MuxClient {
   #copyInBytes = 0
   /** The COPY failed for its size: CopyData up to its CopyDone or CopyFail is dropped. */
   #discardingCopy = false
+  /** Set while a COPY's data is read from the socket by the engine's turn (copy-stream.ts). */
+  #streaming = false
+  /** Bytes a peerLeft probe read during a request, not yet received: they come before anything the socket reads later. */
+  readonly #early: Uint8Array[] = []
   /** Whole extended-protocol frames wait in the input for their Sync or Flush. */
   #awaitingSync = false
   readonly #timeouts: ClientTimeouts
@@ -300,6 +319,19 @@ export class Session implements MuxClient {
     this.#input.append(bytes)
     this.#arrivals++
     void this.#pump()
+  }
+
+  /**
+   * Bytes read from the socket while a request ran (peerLeft): received
+   * once the request is over, and taken before the socket's by a COPY that
+   * streams meanwhile.
+   */
+  receiveEarly(bytes: Uint8Array): void {
+    this.#early.push(bytes)
+    queueMicrotask(() => {
+      const early = this.#early.splice(0)
+      for (const chunk of early) this.receive(chunk)
+    })
   }
 
   /** Ends the connection with a FATAL error: `pg_terminate_backend()` of this client's pid. */
@@ -667,7 +699,8 @@ export class Session implements MuxClient {
       this.#copyInBytes += f.length
       if (this.#copyInBytes <= this.#host.maxCopyBytes) {
         this.#copyRequest().append(f)
-        return true
+        if (this.#copyInBytes >= STREAM_COPY_AFTER && this.#canStreamCopy()) await this.#streamCopy()
+        return this.#state !== 'closed'
       }
       // Fail the COPY now rather than hold more of it; the rest of its data is dropped.
       this.#discardingCopy = true
@@ -680,12 +713,17 @@ export class Session implements MuxClient {
       this.#copyRequest().append(f)
       await this.#endCopy()
     } else if (type !== Msg.Flush && type !== Msg.Sync) {
-      const code = type.toString(16).toUpperCase().padStart(2, '0')
-      this.#transport.write(errorResponse('08P01', `unexpected message type 0x${code} during COPY from stdin`))
-      this.#fatal('08P01', 'terminating connection because protocol synchronization was lost')
+      this.#protocolLost(type)
       return false
     }
     return true
+  }
+
+  /** A message that may not come during COPY: Postgres's error, then the connection ends. */
+  #protocolLost(type: number): void {
+    const code = type.toString(16).toUpperCase().padStart(2, '0')
+    this.#transport.write(errorResponse('08P01', `unexpected message type 0x${code} during COPY from stdin`))
+    this.#fatal('08P01', 'terminating connection because protocol synchronization was lost')
   }
 
   /**
@@ -703,6 +741,53 @@ export class Session implements MuxClient {
   /** The waiting COPY's request being gathered, begun with its Query frame. */
   #copyRequest(): CopyInBuffer {
     return (this.#copyIn ??= new CopyInBuffer(this.#script!.waitingPiece, this.#host.maxCopyBytes + COPY_END_BYTES))
+  }
+
+  #canStreamCopy(): boolean {
+    const transport = this.#transport
+    return this.#host.copyStallMs > 0 && transport.readNow !== undefined && (transport.readNowReady?.() ?? true)
+  }
+
+  /**
+   * Runs the waiting COPY with the data so far, the engine reading the rest
+   * from the socket as it needs it (copy-stream.ts). What the client sent
+   * after the COPY's data goes back to the input, in order.
+   */
+  async #streamCopy(): Promise<void> {
+    const script = this.#script!
+    const request = this.#copyIn!.bytes
+    this.#script = undefined
+    this.#copyIn = undefined
+    this.#copyInBytes = 0
+    let stream: CopyStream | undefined
+    await this.#runScript(script, this.#scriptListens, (engine) => {
+      // The engine's turn: all the client sent so far is in the input (or
+      // early); the socket is read from here on.
+      const input = this.#input
+      const buffered = [input.take(input.buffered), ...this.#early.splice(0)]
+      stream = new CopyStream(buffered, this.#transport.readNow!, {
+        maxMessageBytes: this.#host.maxMessageBytes,
+        stallMs: this.#host.copyStallMs,
+        deadline: this.timeLimitMs !== undefined ? performance.now() + this.timeLimitMs : Infinity,
+        stop: () => this.#host.canceledWhileRunning(this.processId, this.secret),
+      })
+      this.#streaming = true
+      try {
+        return script.supply(engine, request, stream.next)
+      } finally {
+        this.#streaming = false
+      }
+    })
+    if (!stream) return
+    this.#input.append(stream.rest())
+    const end = stream.end
+    if (end === undefined || end.kind === 'stalled' || end.kind === 'stopped' || end.kind === 'timeout') {
+      // The COPY ended before its data: the rest of it is dropped, as Postgres drops copy messages after a failed COPY.
+      this.#discardingCopy = true
+    } else if (end.kind === 'protocol') {
+      if (end.error) throw end.error
+      this.#protocolLost(end.type!)
+    }
   }
 
   /** Gives the waiting COPY script its request (data ending with CopyDone or CopyFail). */

@@ -4,6 +4,7 @@ import { chownSync, mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { Worker } from 'node:worker_threads'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
@@ -211,41 +212,26 @@ export function errorFields(body: Buffer): Record<string, string> {
   return fields
 }
 
-/**
- * A raw socket client that splits what the server sends into messages.
- * Before `expectBytes` the first reply may be a single byte ('N' to an SSLRequest).
- */
-export class RawClient {
-  readonly socket: Socket
-  readonly closed: Promise<void>
-  readonly connected: Promise<void>
+/** What the server sent, split into messages as they are asked for. */
+abstract class BackendReader {
   #buffer = Buffer.alloc(0)
   readonly #changes = new Waiters()
   #isClosed = false
-
-  constructor(port: number) {
-    this.socket = connect({ host: HOST, port })
-    this.socket.on('error', () => {})
-    this.connected = new Promise((resolve) => this.socket.once('connect', () => resolve()))
-    this.closed = new Promise((resolve) =>
-      this.socket.once('close', () => {
-        this.#isClosed = true
-        this.#changes.wake()
-        resolve()
-      }),
-    )
-    this.socket.on('data', (data: Buffer) => {
-      this.#buffer = Buffer.concat([this.#buffer, data])
-      this.#changes.wake()
-    })
-  }
 
   get isClosed(): boolean {
     return this.#isClosed
   }
 
-  write(bytes: Uint8Array): void {
-    this.socket.write(bytes)
+  abstract write(bytes: Uint8Array): void
+
+  protected received(data: Uint8Array): void {
+    this.#buffer = Buffer.concat([this.#buffer, data])
+    this.#changes.wake()
+  }
+
+  protected ended(): void {
+    this.#isClosed = true
+    this.#changes.wake()
   }
 
   /** The next single byte (the answer to an SSLRequest), or undefined if the server closed. */
@@ -299,6 +285,8 @@ export class RawClient {
     }
   }
 
+  abstract readonly connected: Promise<void>
+
   /** Startup without password: returns the messages up to ReadyForQuery. */
   async handshake(params?: Record<string, string>): Promise<BackendMessage[]> {
     await this.connected
@@ -307,9 +295,88 @@ export class RawClient {
     if (messages.at(-1)?.type !== 'Z') throw new Error(`no ReadyForQuery: ${JSON.stringify(messages.map((m) => m.type))}`)
     return messages
   }
+}
+
+/**
+ * A raw socket client that splits what the server sends into messages.
+ * Before `expectBytes` the first reply may be a single byte ('N' to an SSLRequest).
+ */
+export class RawClient extends BackendReader {
+  readonly socket: Socket
+  readonly closed: Promise<void>
+  readonly connected: Promise<void>
+
+  constructor(port: number) {
+    super()
+    this.socket = connect({ host: HOST, port })
+    this.socket.on('error', () => {})
+    this.connected = new Promise((resolve) => this.socket.once('connect', () => resolve()))
+    this.closed = new Promise((resolve) =>
+      this.socket.once('close', () => {
+        this.ended()
+        resolve()
+      }),
+    )
+    this.socket.on('data', (data: Buffer) => this.received(data))
+  }
+
+  write(bytes: Uint8Array): void {
+    this.socket.write(bytes)
+  }
 
   destroy(): void {
     this.socket.destroy()
+  }
+}
+
+/** The socket end of {@link ThreadClient}: relays bytes both ways with its parent. */
+const THREAD_CLIENT_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const socket = require('node:net').connect({ host: workerData.host, port: workerData.port })
+socket.on('error', () => {})
+socket.on('connect', () => parentPort.postMessage({ connected: true }))
+socket.on('data', (data) => parentPort.postMessage({ data }))
+socket.on('close', () => parentPort.postMessage({ closed: true }))
+parentPort.on('message', (m) => {
+  if (m.write) socket.write(m.write)
+  else if (m.destroy) socket.destroy()
+})
+`
+
+/**
+ * A raw client whose socket lives in a worker thread: it goes on sending
+ * while the server's thread is busy, as a client in another process does
+ * (a socket of the server's own thread could not).
+ */
+export class ThreadClient extends BackendReader {
+  readonly #worker: Worker
+  readonly closed: Promise<void>
+  readonly connected: Promise<void>
+
+  constructor(port: number) {
+    super()
+    this.#worker = new Worker(THREAD_CLIENT_SOURCE, { eval: true, workerData: { host: HOST, port } })
+    let connected!: () => void
+    let closed!: () => void
+    this.connected = new Promise((resolve) => (connected = resolve))
+    this.closed = new Promise((resolve) => (closed = resolve))
+    this.#worker.on('message', (m: { connected?: true; data?: Uint8Array; closed?: true }) => {
+      if (m.connected) connected()
+      if (m.data) this.received(m.data)
+      if (m.closed) {
+        this.ended()
+        closed()
+        void this.#worker.terminate()
+      }
+    })
+  }
+
+  write(bytes: Uint8Array): void {
+    this.#worker.postMessage({ write: bytes })
+  }
+
+  destroy(): void {
+    this.#worker.postMessage({ destroy: true })
   }
 }
 

@@ -100,6 +100,16 @@ export interface EngineLease {
    * `undefined`: never asked. Gone at release.
    */
   stopWhen(check: (() => boolean) | undefined): void
+  /**
+   * Where a later exec of this lease that runs `COPY ... FROM STDIN` gets
+   * the rest of its data once it has read all of its message: `next` is
+   * called (synchronously, inside the exec) for whole CopyData frames, the
+   * last of them possibly the CopyDone or CopyFail that ends the data; it
+   * may block until the data is there. What is not COPY data, or undefined,
+   * fails the COPY (57014). `undefined`: the COPY fails when the message
+   * runs out. Gone at release.
+   */
+  copyInFrom(next: (() => Uint8Array | undefined) | undefined): void
   /** Releases the session-level advisory locks of client `id` (it disconnected). */
   forgetClient(id: number): void
   /**
@@ -1089,6 +1099,9 @@ export class PGlite implements AsyncDisposable {
       stopWhen: (check) => {
         if (!released) backend.stopWhen = check
       },
+      copyInFrom: (next) => {
+        if (!released) backend.copyInSource = next
+      },
       forgetClient: (id) => {
         backend.forgetClient(id)
       },
@@ -1101,6 +1114,7 @@ export class PGlite implements AsyncDisposable {
           backend.setClient(undefined)
           backend.timeLimitMs = undefined
           backend.stopWhen = undefined
+          backend.copyInSource = undefined
         }
         released = true
         release()

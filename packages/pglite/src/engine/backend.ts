@@ -306,6 +306,16 @@ export class Backend {
    * Undefined: never asked.
    */
   stopWhen: (() => boolean) | undefined
+  /**
+   * Where a request inside `COPY ... FROM STDIN` gets more data once it has
+   * read all of its own: each call returns whole CopyData frames, the last
+   * of them possibly a CopyDone or CopyFail, or undefined to fail the COPY.
+   * It may block (a server reading its client's socket). Undefined: the
+   * COPY fails when the request runs out, as it always did.
+   */
+  copyInSource: (() => Uint8Array | undefined) | undefined
+  /** The request's COPY data ended (CopyDone or CopyFail given): ask the source no more. */
+  #copyInEnded = false
   #closed = false
   /** For a directory: writes what the next start may reuse (clean-shutdown.ts). */
   #recordOnShutdown: ((note: string | undefined) => void) | undefined
@@ -494,7 +504,7 @@ export class Backend {
 
   /** @internal Read callback of the engine. */
   onRead(ptr: number, max: number): number {
-    if (this.#readOffset >= this.#input.length) this.#starve()
+    if (this.#readOffset >= this.#input.length && !this.#moreCopyIn()) this.#starve()
     const remaining = this.#input.length - this.#readOffset
     const length = remaining < max ? remaining : max
     if (length <= 0) return 0
@@ -525,6 +535,29 @@ export class Backend {
   get lastReadyStatus(): number {
     const t = this.#tail
     return t[0] === 0x5a && t[1] === 0 && t[2] === 0 && t[3] === 0 && t[4] === 5 ? t[5]! : 0
+  }
+
+  /**
+   * Takes the next COPY data from {@link copyInSource}. Only whole CopyData
+   * frames, with at most a CopyDone or CopyFail at the end, reach Postgres:
+   * any other message would end the backend that every caller shares.
+   * @returns false when there is none (the COPY then fails).
+   */
+  #moreCopyIn(): boolean {
+    const source = this.copyInSource
+    if (!source || this.#copyInEnded || this.#starved > 0) return false
+    let next: Uint8Array | undefined
+    try {
+      next = source()
+    } catch {
+      next = undefined
+    }
+    const ends = next ? copyDataEnd(next) : -1
+    if (ends < 0) return false
+    this.#copyInEnded = ends === 1
+    this.#input = next!
+    this.#readOffset = 0
+    return true
   }
 
   /**
@@ -606,6 +639,7 @@ export class Backend {
     this.#input = message
     this.#readOffset = 0
     this.#starved = 0
+    this.#copyInEnded = false
     this.#tail.fill(0)
     const started = performance.now()
     this.#inRequest = true
@@ -849,4 +883,35 @@ export class Backend {
       // Throws ExitStatus(0) by design (docs/engine.md).
     }
   }
+}
+
+const COPY_DATA = 0x64 /* d */
+const COPY_DONE = 0x63 /* c */
+const COPY_FAIL_TYPE = 0x66 /* f */
+/** Postgres' limit on CopyDone and CopyFail frames; CopyData's is the general 1 GB. */
+const COPY_END_MAX = 10_000
+const COPY_DATA_MAX = 0x3fffffff
+
+/**
+ * Checks COPY data handed in by a {@link Backend.copyInSource}: whole frames,
+ * CopyData only but for a last CopyDone or CopyFail.
+ * @returns 1 when it ends with CopyDone or CopyFail, 0 when it does not, -1 when it is not COPY data (or empty).
+ */
+function copyDataEnd(bytes: Uint8Array): number {
+  let at = 0
+  while (at < bytes.length) {
+    if (bytes.length - at < 5) return -1
+    const type = bytes[at]!
+    const length = ((bytes[at + 1]! << 24) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 8) | bytes[at + 4]!) >>> 0
+    if (length < 4 || at + 1 + length > bytes.length) return -1
+    at += 1 + length
+    if (type === COPY_DATA) {
+      if (length > COPY_DATA_MAX) return -1
+    } else if (type === COPY_DONE || type === COPY_FAIL_TYPE) {
+      return length <= COPY_END_MAX && at === bytes.length ? 1 : -1
+    } else {
+      return -1
+    }
+  }
+  return at > 0 ? 0 : -1
 }
