@@ -50,10 +50,10 @@ class Replies {
   }
 }
 
-/** Starts the workspace's `pgwasm-server` on a free port with room for a 2 GB COPY; resolves with its port. */
+/** Starts the workspace's `pgwasm-server` on a free port, with its defaults (a large COPY streams into the engine); resolves with its port. */
 async function startServer(): Promise<{ child: ChildProcess; port: number }> {
   const pkg = createRequire(join(process.cwd(), 'package.json')).resolve('@pgwasm/pglite-socket/package.json')
-  const child = spawn(process.execPath, [join(dirname(pkg), 'dist', 'cli.js'), '--port', '0', '--max-copy-bytes', '2GB'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [join(dirname(pkg), 'dist', 'cli.js'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] })
   const port = await new Promise<number>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (d: Buffer) => {

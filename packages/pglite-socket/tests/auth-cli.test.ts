@@ -249,6 +249,32 @@ describe('the CLI', () => {
     }
   })
 
+  it('streams a COPY past --max-copy-bytes into the engine, unless --copy-stall-timeout is 0', { timeout: 180_000 }, async () => {
+    // The server is another process: this client can send while its engine waits for the data.
+    const load = async (args: string[]): Promise<Record<string, string> | string> => {
+      const cli = new Cli(['--port', '0', '--max-copy-bytes', '2MB', ...args])
+      try {
+        const [, port] = await cli.waitFor(/serving .* at postgresql:\/\/\S+:(\d+)\//)
+        return await withRawClient(Number(port), async (raw) => {
+          raw.write(queryFrame('create table copied (t text)'))
+          await raw.until('Z')
+          raw.write(queryFrame('copy copied from stdin'))
+          expect((await raw.next())?.type).toBe('G')
+          const line = `${'x'.repeat(999)}\n`
+          for (let i = 0; i < 400; i++) raw.write(frame('d', Buffer.from(line.repeat(10))))
+          raw.write(frame('c'))
+          const reply = await raw.until('Z')
+          const error = reply.find((m) => m.type === 'E')
+          return error ? errorFields(error.body) : reply.find((m) => m.type === 'C')!.body.subarray(0, -1).toString()
+        })
+      } finally {
+        cli.kill()
+      }
+    }
+    expect(await load([])).toBe('COPY 4000')
+    expect(await load(['--copy-stall-timeout', '0'])).toMatchObject({ C: '57014', M: expect.stringMatching(/2097152 bytes of COPY data/) })
+  })
+
   it('exits 2 with the usage when --max-copy-bytes is not a size', { timeout: 120_000 }, async () => {
     const result = await runCli(['--max-copy-bytes', 'lots'])
     expect(result.code).toBe(2)
@@ -258,6 +284,7 @@ describe('the CLI', () => {
   it.each([
     ['--idle-in-transaction-timeout', '1m'],
     ['--max-statement-time', 'ten'],
+    ['--copy-stall-timeout', 'soon'],
   ])('exits 2 with the usage when %s is not a number of ms', { timeout: 120_000 }, async (flag, value) => {
     const result = await runCli([flag, value])
     expect(result.code).toBe(2)
