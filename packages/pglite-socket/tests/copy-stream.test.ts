@@ -196,6 +196,22 @@ describe('COPY FROM STDIN streamed into the engine', () => {
     ])
     expect(await count('s_proto')).toBe(0)
   })
+
+  it('ends the connection on a malformed frame in the middle of the data (08P01), nothing loaded, others served', async () => {
+    await db.exec('create table s_frame (id int, v text)')
+    const client = await copying('copy s_frame from stdin')
+    for (const f of dataFrames(10_000)) client.write(f)
+    // A CopyData frame whose length is below the 4-byte minimum.
+    client.write(Buffer.from([0x64, 0, 0, 0, 2]))
+    const reply = (await client.rest()).map(summary)
+    expect(reply.at(-1)).toBe('E 08P01 invalid message length 2')
+    expect(await count('s_frame')).toBe(0)
+    const next = new ThreadClient(served.port)
+    await next.handshake()
+    next.write(queryFrame('select 7'))
+    expect((await next.until('Z')).map(summary)).toEqual(['T', 'D', 'C SELECT 1', 'Z I'])
+    next.destroy()
+  })
 })
 
 describe('COPY FROM STDIN with copyStallMs 0', () => {
