@@ -754,11 +754,7 @@ export class Session implements MuxClient {
    * after the COPY's data goes back to the input, in order.
    */
   async #streamCopy(): Promise<void> {
-    const script = this.#script!
-    const request = this.#copyIn!.bytes
-    this.#script = undefined
-    this.#copyIn = undefined
-    this.#copyInBytes = 0
+    const { script, request } = this.#takeWaitingCopy()
     let stream: CopyStream | undefined
     await this.#runScript(script, this.#scriptListens, (engine) => {
       // The engine's turn: all the client sent so far is in the input (or
@@ -790,13 +786,19 @@ export class Session implements MuxClient {
     }
   }
 
-  /** Gives the waiting COPY script its request (data ending with CopyDone or CopyFail). */
-  async #endCopy(): Promise<void> {
+  /** The waiting COPY's script and the request gathered for it, no longer the session's. */
+  #takeWaitingCopy(): { script: CopyInScript; request: Uint8Array } {
     const script = this.#script!
     const request = this.#copyIn!.bytes
     this.#script = undefined
     this.#copyIn = undefined
     this.#copyInBytes = 0
+    return { script, request }
+  }
+
+  /** Gives the waiting COPY script its request (data ending with CopyDone or CopyFail). */
+  async #endCopy(): Promise<void> {
+    const { script, request } = this.#takeWaitingCopy()
     await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, request))
   }
 

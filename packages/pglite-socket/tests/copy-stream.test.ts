@@ -68,6 +68,12 @@ describe('COPY FROM STDIN streamed into the engine', () => {
 
   const count = async (table: string) => (await db.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]!.n
 
+  /** Checks that `client`'s connection still answers a query. */
+  async function stillServes(client: ThreadClient): Promise<void> {
+    client.write(queryFrame('select 1'))
+    expect((await client.until('Z')).map(summary)).toEqual(['T', 'D', 'C SELECT 1', 'Z I'])
+  }
+
   /** A thread client past startup with `sql` sent and its CopyInResponse read. */
   async function copying(sql: string): Promise<ThreadClient> {
     const client = new ThreadClient(served.port)
@@ -110,8 +116,7 @@ describe('COPY FROM STDIN streamed into the engine', () => {
     for (const f of dataFrames(20_000)) client.write(f)
     client.write(copyDone())
     expect((await client.until('Z')).map(summary)).toEqual(['C COPY 20000', 'T', 'D', 'C SELECT 1', 'Z I'])
-    client.write(queryFrame('select 1'))
-    expect((await client.until('Z')).map(summary)).toEqual(['T', 'D', 'C SELECT 1', 'Z I'])
+    await stillServes(client)
     client.destroy()
   })
 
@@ -122,8 +127,7 @@ describe('COPY FROM STDIN streamed into the engine', () => {
     client.write(copyFail('client gave up'))
     expect((await client.until('Z')).map(summary)).toEqual(['E 57014 COPY from stdin failed: client gave up', 'Z I'])
     expect(await count('s_fail')).toBe(0)
-    client.write(queryFrame('select 1'))
-    expect((await client.until('Z')).map(summary)).toEqual(['T', 'D', 'C SELECT 1', 'Z I'])
+    await stillServes(client)
     client.destroy()
   })
 
