@@ -3,7 +3,16 @@ import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backe
 import type { EngineSnapshot } from './engine/snapshot.js'
 import { treeRelationBytes, type DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
-import { ARRAY_TYPES_SQL, getTemplate, knownArrayTypes, rememberArrayTypes, templateKey, type ArrayTypeRow } from './engine/template.js'
+import {
+  ARRAY_TYPES_SQL,
+  getMemoryTemplate,
+  getTemplate,
+  knownArrayTypes,
+  memoryTemplateKey,
+  rememberArrayTypes,
+  templateKey,
+  type ArrayTypeRow,
+} from './engine/template.js'
 import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
@@ -400,7 +409,7 @@ export class PGlite implements AsyncDisposable {
       mount = { kind: 'memory', tree: loadTree }
     } else if (spec.kind === 'memory') {
       // Loaded only if Postgres must boot: a snapshot restore needs no template.
-      mount = { kind: 'memory', tree: bootOnly ? await getTemplate(assets, templateOptions) : [] }
+      mount = { kind: 'memory', tree: bootOnly ? await getMemoryTemplate(assets, templateOptions) : [] }
     } else {
       const { canonicalDir, prepareNodeDataDir, relationBytes: measure } = await import('./fs/node-dir.js')
       // A directory's size sizes its buffer pool: measured while it is claimed and locked.
@@ -458,8 +467,8 @@ export class PGlite implements AsyncDisposable {
         const fromTemplate = mount.kind === 'memory' && !loadTree && spec.kind === 'memory'
         const memoryStart = {
           ...backendOptions,
-          treeKey: templateKey(assets, templateOptions),
-          loadTree: () => getTemplate(assets, templateOptions),
+          treeKey: memoryTemplateKey(assets, templateOptions),
+          loadTree: () => getMemoryTemplate(assets, templateOptions),
           cacheDir: opts.templateCacheDir,
         }
         if (fromTemplate && !bootOnly) {

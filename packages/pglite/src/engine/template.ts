@@ -1,4 +1,5 @@
 import type { EngineAssets } from './assets.js'
+import { withoutDataChecksums } from './control-file.js'
 import { INITDB_BASE_ARGS, runInitdb } from './initdb.js'
 import type { DataTree } from './pgdata-tree.js'
 import { packTar, unpackTar } from '../fs/tar.js'
@@ -38,6 +39,16 @@ export function getTemplate(assets: EngineAssets, options: TemplateOptions = {})
 /** Identifies a template: engine build, format and initdb arguments. */
 export function templateKey(assets: Pick<EngineAssets, 'engineVersion'>, options: TemplateOptions = {}): string {
   return `${assets.engineVersion}|${TEMPLATE_FORMAT}|${[...INITDB_BASE_ARGS, ...(options.initdbArgs ?? [])].join(' ')}`
+}
+
+/** The key of {@link getMemoryTemplate}'s tree (a snapshot booted from it is not one booted from the template). */
+export function memoryTemplateKey(assets: Pick<EngineAssets, 'engineVersion'>, options: TemplateOptions = {}): string {
+  return `${templateKey(assets, options)}|data checksums off`
+}
+
+/** The template as a new in-memory database starts from: data checksums off (control-file.ts). */
+export async function getMemoryTemplate(assets: EngineAssets, options: TemplateOptions = {}): Promise<DataTree> {
+  return withoutDataChecksums(await getTemplate(assets, options))
 }
 
 async function loadOrBuild(
