@@ -1,5 +1,7 @@
-import { readFileSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { execFile } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { PGlite } from '../src/index.js'
 import { crc32c, withoutDataChecksums } from '../src/engine/control-file.js'
@@ -32,6 +34,30 @@ describe('data checksums', () => {
       await Promise.all([memory.close(), dir.close(), clone.close()])
     }
   })
+
+  it('are off in the first in-memory database of the built package, booted from the template it ships', async () => {
+    // The shipped template keeps its files in one buffer: patched by a view, it changed other files and booted with checksums on.
+    const cacheDir = tempDir('pgwasm-checksums-cache-')
+    dirs.push(cacheDir)
+    const script = join(cacheDir, 'child.mjs')
+    const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js')
+    writeFileSync(
+      script,
+      `const { PGlite } = await import(${JSON.stringify(dist)})
+const db = await PGlite.create({ templateCacheDir: ${JSON.stringify(cacheDir)} })
+const { rows } = await db.query("select current_setting('data_checksums') as c, (select count(*)::int from pg_class) as n, current_setting('server_version_num') as v")
+await db.close()
+console.log(JSON.stringify(rows[0]))
+`,
+    )
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [script], { timeout: 120_000 }, (err, out, stderr) => (err ? reject(new Error(stderr || String(err))) : resolve(out))),
+    )
+    const row = JSON.parse(stdout.trim().split('\n').pop()!) as { c: string; n: number; v: string }
+    expect(row.c).toBe('off')
+    expect(row.n).toBeGreaterThan(300)
+    expect(row.v).toMatch(/^18/)
+  }, 120_000)
 
   it("an in-memory database's dump opens as a directory (its pg_control is whole), data and setting intact", async () => {
     const memory = await PGlite.create()
@@ -72,6 +98,14 @@ describe('data checksums', () => {
     expect(u32(patched, 292)).toBe(crc32c(patched.subarray(0, 292)))
     const changed = [...patched.keys()].filter((i) => patched[i] !== control[i])
     expect(changed.every((i) => (i >= 252 && i < 256) || (i >= 292 && i < 296))).toBe(true)
+    // The template a package ships keeps every file in one buffer (a Buffer, whose slice() is a view): none of it is written.
+    const shared = Buffer.alloc(3 * 8192, 0x5a)
+    control.forEach((b, i) => (shared[8192 + i] = b))
+    const before = Buffer.from(shared)
+    const inShared: DataTree = [tree[0]!, { ...tree[1]!, data: shared.subarray(8192, 2 * 8192) }]
+    const fromShared = withoutDataChecksums(inShared)[1]!.data!
+    expect(shared.equals(before)).toBe(true)
+    expect(Buffer.from(fromShared).equals(Buffer.from(patched))).toBe(true)
     // Already off, or not a layout it knows: the same tree back.
     const off: DataTree = [tree[0]!, { ...tree[1]!, data: patched }]
     expect(withoutDataChecksums(off)).toBe(off)

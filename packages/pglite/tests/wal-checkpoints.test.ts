@@ -57,6 +57,22 @@ describe('WAL of a long session', () => {
     expect(await walSegments(db)).toBeLessThanOrEqual(8)
   }, 120_000)
 
+  it('gives a role without the right to checkpoint no error from the checkpoints it cannot run, and they run again once it has it', async () => {
+    const db = await PGlite.create()
+    open.push(db)
+    await db.exec('create role plain; grant create on schema public to plain')
+    const before = await lastCheckpoint(db)
+    await db.exec('set role plain')
+    // Every request succeeds; the checkpoints after them fail unseen.
+    await writeMuchWal(db, 2)
+    await db.exec('reset role')
+    expect(await lastCheckpoint(db)).toBe(before)
+    expect(await walSegments(db)).toBeGreaterThan(8)
+    await writeMuchWal(db, 1)
+    expect(await lastCheckpoint(db)).not.toBe(before)
+    expect(await walSegments(db)).toBeLessThanOrEqual(8)
+  }, 120_000)
+
   it('is checkpointed on a directory too, and the data is there after a reopen', async () => {
     const dir = tempDir('pgwasm-wal-')
     const db = await PGlite.create(dir)

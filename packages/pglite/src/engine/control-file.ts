@@ -24,7 +24,9 @@ export function withoutDataChecksums(tree: DataTree): DataTree {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
   const versionAt = crcAt - CHECKSUM_VERSION_BEFORE_CRC
   if (view.getUint32(versionAt, true) !== 1) return tree
-  const patched = data.slice()
+  // A copy: `data` may be a Buffer, whose slice() is a view of the bytes it shares with every other file of the template.
+  const patched = new Uint8Array(data.byteLength)
+  patched.set(data)
   const out = new DataView(patched.buffer)
   out.setUint32(versionAt, 0, true)
   out.setUint32(crcAt, crc32c(patched.subarray(0, crcAt)), true)

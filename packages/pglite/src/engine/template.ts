@@ -41,9 +41,14 @@ export function templateKey(assets: Pick<EngineAssets, 'engineVersion'>, options
   return `${assets.engineVersion}|${TEMPLATE_FORMAT}|${[...INITDB_BASE_ARGS, ...(options.initdbArgs ?? [])].join(' ')}`
 }
 
-/** The key of {@link getMemoryTemplate}'s tree (a snapshot booted from it is not one booted from the template). */
+/**
+ * The key of {@link getMemoryTemplate}'s tree (a snapshot booted from it is
+ * not one booted from the template). Never `|data checksums off`: a build
+ * that patched the shipped template through a view saved snapshots with
+ * checksums on under that key.
+ */
 export function memoryTemplateKey(assets: Pick<EngineAssets, 'engineVersion'>, options: TemplateOptions = {}): string {
-  return `${templateKey(assets, options)}|data checksums off`
+  return `${templateKey(assets, options)}|data_checksum_version 0`
 }
 
 /** The template as a new in-memory database starts from: data checksums off (control-file.ts). */
