@@ -10,7 +10,6 @@ import {
   knownArrayTypes,
   memoryTemplateKey,
   rememberArrayTypes,
-  templateKey,
   type ArrayTypeRow,
 } from './engine/template.js'
 import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
@@ -333,7 +332,7 @@ export class PGlite implements AsyncDisposable {
       // Read a cached snapshot while the engine compiles.
       const { engineVersion } = await locateEngine()
       void prefetchSnapshot({
-        treeKey: templateKey({ engineVersion }, templateOptions),
+        treeKey: memoryTemplateKey({ engineVersion }, templateOptions),
         username,
         database,
         startArgs: startArgsFor(opts, true),
