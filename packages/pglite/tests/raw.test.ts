@@ -174,3 +174,57 @@ describe('lease', () => {
     }
   })
 })
+
+describe('lease.copyInFrom', () => {
+  const copyData = (text: string) => serialize.copyData(Buffer.from(text))
+  const run = (lease: Awaited<ReturnType<PGlite['lease']>>, sql: string, more: Uint8Array[]): string => {
+    lease.copyInFrom(() => more.shift())
+    const out: Uint8Array[] = []
+    try {
+      lease.execProtocolRawStream(serialize.query(sql), (bytes) => out.push(bytes.slice()))
+    } finally {
+      lease.copyInFrom(undefined)
+    }
+    return frameTypes(concat(out))
+  }
+
+  it('gives a COPY its data from the source once the message runs out, piece by piece', async () => {
+    const db = await PGlite.create()
+    try {
+      await db.exec('create table c (a int)')
+      const lease = await db.lease()
+      try {
+        expect(run(lease, 'copy c from stdin', [concat([copyData('1\n'), copyData('2\n')]), concat([copyData('3\n'), serialize.copyDone()])])).toBe('GCZ')
+      } finally {
+        lease.release()
+      }
+      expect((await db.query<{ n: number }>('select sum(a)::int as n from c')).rows).toEqual([{ n: 6 }])
+    } finally {
+      await db.close()
+    }
+  })
+
+  // An attack on the mechanism: a source that hands over another message, a
+  // cut frame or an oversized CopyFail would reach a backend every caller shares.
+  it.each([
+    ['a Query', () => serialize.query('drop table c')],
+    ['a cut frame', () => copyData('1\n').subarray(0, 4)],
+    ['a CopyDone before more data', () => concat([serialize.copyDone(), copyData('9\n')])],
+    ['a CopyFail past its 10,000-byte limit', () => serialize.copyFail('x'.repeat(20_000))],
+    ['nothing', () => new Uint8Array(0)],
+  ])('fails the COPY (57014) when the source hands over %s, and the database goes on', async (_name, bad) => {
+    const db = await PGlite.create()
+    try {
+      await db.exec('create table c (a int)')
+      const lease = await db.lease()
+      try {
+        expect(run(lease, 'copy c from stdin', [copyData('1\n'), bad()])).toBe('GEZ')
+      } finally {
+        lease.release()
+      }
+      expect((await db.query<{ n: number }>('select count(*)::int as n from c')).rows).toEqual([{ n: 0 }])
+    } finally {
+      await db.close()
+    }
+  })
+})
