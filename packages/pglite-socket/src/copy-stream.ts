@@ -1,7 +1,7 @@
 import type { ProtocolError } from '@pgwasm/pglite'
 import { FrameReader } from './frame-reader.js'
 import { PEER_LEFT } from './socket-now.js'
-import { Msg, copyFail } from './wire.js'
+import { Msg, copyFail, unexpectedDuringCopy } from './wire.js'
 
 /** Reads what the client's socket holds now: bytes read, 0 for none yet, or PEER_LEFT. */
 export type ReadNow = (into: Uint8Array) => number
@@ -139,10 +139,10 @@ export class CopyStream {
   }
 }
 
-function failReason(end: CopyStreamEnd, stallMs: number): string {
+function failReason(end: Exclude<CopyStreamEnd, { kind: 'data' }>, stallMs: number): string {
   switch (end.kind) {
     case 'protocol':
-      return end.error ? end.error.message : `unexpected message type 0x${end.type!.toString(16).toUpperCase().padStart(2, '0')} during COPY from stdin`
+      return end.error ? end.error.message : unexpectedDuringCopy(end.type!)
     case 'left':
       return 'the client closed the connection'
     case 'stalled':
@@ -151,7 +151,5 @@ function failReason(end: CopyStreamEnd, stallMs: number): string {
       return 'canceling statement due to user request'
     case 'timeout':
       return "canceling statement: it ran longer than the server's maxStatementMs"
-    default:
-      return 'COPY data ended'
   }
 }

@@ -27,18 +27,7 @@ export class FrameReader {
   }
 
   append(bytes: Uint8Array): void {
-    const length = this.#end - this.#start
-    if (this.#end + bytes.length > this.#buffer.length) {
-      if (length + bytes.length <= this.#buffer.length) {
-        this.#buffer.copyWithin(0, this.#start, this.#end)
-      } else {
-        const grown = new Uint8Array(Math.max(length + bytes.length, this.#buffer.length * 2))
-        grown.set(this.#buffer.subarray(this.#start, this.#end))
-        this.#buffer = grown
-      }
-      this.#start = 0
-      this.#end = length
-    }
+    this.#makeRoom(bytes.length)
     this.#buffer.set(bytes, this.#end)
     this.#end += bytes.length
   }
@@ -51,21 +40,25 @@ export class FrameReader {
    * @returns what `read` returned.
    */
   readInto(read: (into: Uint8Array) => number, room: number): number {
-    const length = this.#end - this.#start
-    if (this.#buffer.length - this.#end < room) {
-      if (length + room <= this.#buffer.length) {
-        this.#buffer.copyWithin(0, this.#start, this.#end)
-      } else {
-        const grown = new Uint8Array(Math.max(length + room, this.#buffer.length * 2))
-        grown.set(this.#buffer.subarray(this.#start, this.#end))
-        this.#buffer = grown
-      }
-      this.#start = 0
-      this.#end = length
-    }
+    this.#makeRoom(room)
     const n = read(this.#buffer.subarray(this.#end))
     if (n > 0) this.#end += n
     return n
+  }
+
+  /** Makes `room` free bytes after the unread ones: they move to the front, or to a larger buffer. */
+  #makeRoom(room: number): void {
+    if (this.#end + room <= this.#buffer.length) return
+    const length = this.#end - this.#start
+    if (length + room <= this.#buffer.length) {
+      this.#buffer.copyWithin(0, this.#start, this.#end)
+    } else {
+      const grown = new Uint8Array(Math.max(length + room, this.#buffer.length * 2))
+      grown.set(this.#buffer.subarray(this.#start, this.#end))
+      this.#buffer = grown
+    }
+    this.#start = 0
+    this.#end = length
   }
 
   /**

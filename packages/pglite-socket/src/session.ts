@@ -38,6 +38,7 @@ import {
   forEachFrame,
   readyForQuery,
   statusLetter,
+  unexpectedDuringCopy,
 } from './wire.js'
 
 /** Where a session's bytes come from and go to: a socket, or the in-process bridge. */
@@ -327,10 +328,9 @@ export class Session implements MuxClient {
    * streams meanwhile.
    */
   receiveEarly(bytes: Uint8Array): void {
-    this.#early.push(bytes)
+    if (this.#early.push(bytes) > 1) return
     queueMicrotask(() => {
-      const early = this.#early.splice(0)
-      for (const chunk of early) this.receive(chunk)
+      for (const chunk of this.#early.splice(0)) this.receive(chunk)
     })
   }
 
@@ -721,8 +721,7 @@ export class Session implements MuxClient {
 
   /** A message that may not come during COPY: Postgres's error, then the connection ends. */
   #protocolLost(type: number): void {
-    const code = type.toString(16).toUpperCase().padStart(2, '0')
-    this.#transport.write(errorResponse('08P01', `unexpected message type 0x${code} during COPY from stdin`))
+    this.#transport.write(errorResponse('08P01', unexpectedDuringCopy(type)))
     this.#fatal('08P01', 'terminating connection because protocol synchronization was lost')
   }
 
@@ -777,12 +776,12 @@ export class Session implements MuxClient {
     if (!stream) return
     this.#input.append(stream.rest())
     const end = stream.end
-    if (end === undefined || end.kind === 'stalled' || end.kind === 'stopped' || end.kind === 'timeout') {
-      // The COPY ended before its data: the rest of it is dropped, as Postgres drops copy messages after a failed COPY.
-      this.#discardingCopy = true
-    } else if (end.kind === 'protocol') {
+    if (end?.kind === 'protocol') {
       if (end.error) throw end.error
       this.#protocolLost(end.type!)
+    } else if (end?.kind !== 'data') {
+      // The COPY ended before its data: the rest of it is dropped, as Postgres drops copy messages after a failed COPY.
+      this.#discardingCopy = true
     }
   }
 

@@ -145,6 +145,11 @@ export function queryMessage(sql: string): Uint8Array {
   return frame(Msg.Query, cstrings(sql))
 }
 
+/** Postgres's error for a message that may not come during COPY FROM STDIN. */
+export function unexpectedDuringCopy(type: number): string {
+  return `unexpected message type 0x${type.toString(16).toUpperCase().padStart(2, '0')} during COPY from stdin`
+}
+
 /** A CopyFail message: the backend ends the COPY with 57014 `COPY from stdin failed: <reason>`. */
 export function copyFail(reason: string): Uint8Array {
   return frame(Msg.CopyFail, cstrings(reason))

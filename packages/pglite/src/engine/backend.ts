@@ -28,6 +28,7 @@ import { recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
 import { nodeBuiltin } from './node-builtin.js'
 import { CHECKPOINT_REQUEST, CheckpointSchedule, SEGMENTS_PER_CHECKPOINT } from './wal-checkpoints.js'
+import { copyInData } from '../protocol/frames.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {
@@ -552,9 +553,9 @@ export class Backend {
     } catch {
       next = undefined
     }
-    const ends = next ? copyDataEnd(next) : -1
-    if (ends < 0) return false
-    this.#copyInEnded = ends === 1
+    const data = next && copyInData(next)
+    if (!data) return false
+    this.#copyInEnded = data === 'ends'
     this.#input = next!
     this.#readOffset = 0
     return true
@@ -883,35 +884,4 @@ export class Backend {
       // Throws ExitStatus(0) by design (docs/engine.md).
     }
   }
-}
-
-const COPY_DATA = 0x64 /* d */
-const COPY_DONE = 0x63 /* c */
-const COPY_FAIL_TYPE = 0x66 /* f */
-/** Postgres' limit on CopyDone and CopyFail frames; CopyData's is the general 1 GB. */
-const COPY_END_MAX = 10_000
-const COPY_DATA_MAX = 0x3fffffff
-
-/**
- * Checks COPY data handed in by a {@link Backend.copyInSource}: whole frames,
- * CopyData only but for a last CopyDone or CopyFail.
- * @returns 1 when it ends with CopyDone or CopyFail, 0 when it does not, -1 when it is not COPY data (or empty).
- */
-function copyDataEnd(bytes: Uint8Array): number {
-  let at = 0
-  while (at < bytes.length) {
-    if (bytes.length - at < 5) return -1
-    const type = bytes[at]!
-    const length = ((bytes[at + 1]! << 24) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 8) | bytes[at + 4]!) >>> 0
-    if (length < 4 || at + 1 + length > bytes.length) return -1
-    at += 1 + length
-    if (type === COPY_DATA) {
-      if (length > COPY_DATA_MAX) return -1
-    } else if (type === COPY_DONE || type === COPY_FAIL_TYPE) {
-      return length <= COPY_END_MAX && at === bytes.length ? 1 : -1
-    } else {
-      return -1
-    }
-  }
-  return at > 0 ? 0 : -1
 }

@@ -46,16 +46,16 @@ export function registerBlobDevice(mod: PostgresModule): BlobDevice {
     },
   })
   fs.mkdev('/dev/blob', dev)
+  const clearInput = (): void => {
+    input?.close()
+    input = undefined
+  }
   return {
     async feed(blob) {
-      input?.close()
-      input = undefined
+      clearInput()
       input = streamedInput(blob) ?? wholeInput(new Uint8Array(await blob.arrayBuffer()))
     },
-    clearInput() {
-      input?.close()
-      input = undefined
-    },
+    clearInput,
     takeOutput() {
       const out = output
       output = undefined

@@ -1,4 +1,4 @@
-import { nodeBuiltin } from './node-builtin.js'
+import { nodeBuiltinIfAny } from './node-builtin.js'
 
 /** What `/dev/blob` reads during one call. */
 export interface BlobInput {
@@ -101,15 +101,6 @@ function readerThread(threads: WorkerThreads): ReaderThread {
   return (reader = started)
 }
 
-function workerThreads(): WorkerThreads | undefined {
-  if (typeof process === 'undefined' || typeof (process as { getBuiltinModule?: unknown }).getBuiltinModule !== 'function') return undefined
-  try {
-    return nodeBuiltin<WorkerThreads>('node:worker_threads')
-  } catch {
-    return undefined
-  }
-}
-
 type ReaderMessage = { gen: number; chunk?: Uint8Array; done?: true; error?: string }
 
 /** A read that cannot be served; `/dev/blob` turns it into EIO. */
@@ -128,7 +119,7 @@ export class BlobReadError extends Error {}
  */
 export function streamedInput(blob: Blob): BlobInput | undefined {
   if (blob.size < STREAM_FROM) return undefined
-  const threads = workerThreads()
+  const threads = nodeBuiltinIfAny<WorkerThreads>('node:worker_threads')
   if (!threads) return undefined
   let thread: ReaderThread
   try {

@@ -1,4 +1,4 @@
-import { nodeBuiltin } from './node-builtin.js'
+import { nodeBuiltinIfAny } from './node-builtin.js'
 
 type Collect = () => void
 
@@ -15,10 +15,10 @@ function fullCollection(): Collect | null {
   collect = null
   const own = (globalThis as { gc?: unknown }).gc
   if (typeof own === 'function') return (collect = own as Collect)
-  if (typeof process === 'undefined' || typeof (process as { getBuiltinModule?: unknown }).getBuiltinModule !== 'function') return null
+  const v8 = nodeBuiltinIfAny<typeof import('node:v8')>('node:v8')
+  const vm = nodeBuiltinIfAny<typeof import('node:vm')>('node:vm')
+  if (!v8 || !vm) return null
   try {
-    const v8 = nodeBuiltin<typeof import('node:v8')>('node:v8')
-    const vm = nodeBuiltin<typeof import('node:vm')>('node:vm')
     v8.setFlagsFromString('--expose-gc')
     try {
       const found: unknown = vm.runInNewContext('gc')

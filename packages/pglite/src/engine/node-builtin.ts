@@ -6,3 +6,13 @@
 export function nodeBuiltin<T>(id: string): T {
   return (process as unknown as { getBuiltinModule(id: string): T }).getBuiltinModule(id)
 }
+
+/** {@link nodeBuiltin}, or undefined outside Node (or where the runtime has no such module). */
+export function nodeBuiltinIfAny<T>(id: string): T | undefined {
+  if (typeof process === 'undefined' || typeof (process as { getBuiltinModule?: unknown }).getBuiltinModule !== 'function') return undefined
+  try {
+    return nodeBuiltin<T>(id)
+  } catch {
+    return undefined
+  }
+}

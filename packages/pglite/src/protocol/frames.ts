@@ -191,6 +191,30 @@ export function validateFrontendFrames(message: Uint8Array, knownTypes: Readonly
   return unsynced
 }
 
+const COPY_DATA = 0x64 /* d */
+const COPY_DONE = 0x63 /* c */
+const COPY_FAIL = 0x66 /* f */
+
+/**
+ * Checks COPY data handed to a COPY in the middle of its request: whole
+ * CopyData frames, of lengths Postgres accepts, and nothing else but one
+ * CopyDone or CopyFail at the very end.
+ * @returns 'ends' when it ends with that CopyDone or CopyFail, 'more' when it does not, undefined when it is not COPY data (or empty).
+ */
+export function copyInData(bytes: Uint8Array): 'ends' | 'more' | undefined {
+  let at = 0
+  while (at < bytes.length) {
+    if (bytes.length - at < HEADER_BYTES) return undefined
+    const type = bytes[at]!
+    const length = ((bytes[at + 1]! << 24) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 8) | bytes[at + 4]!) >>> 0
+    if (length < 4 || length > maxFrontendMessageBytes(type) || at + 1 + length > bytes.length) return undefined
+    at += 1 + length
+    if (type === COPY_DONE || type === COPY_FAIL) return at === bytes.length ? 'ends' : undefined
+    if (type !== COPY_DATA) return undefined
+  }
+  return at > 0 ? 'more' : undefined
+}
+
 /**
  * Checks a startup packet (the bytes before any typed frame): its length
  * field matches, it asks for protocol 3.0 and its parameters end properly.
