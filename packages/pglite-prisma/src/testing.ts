@@ -1,7 +1,7 @@
 /**
  * Per-test databases: a template instance kept untouched, and memory-level
- * copies of it (`db.clone()`) for the tests. A reset swaps in a copy that
- * was made ahead of time, so it costs about a millisecond.
+ * copies of it (`db.clone()`) for the tests. A reset closes the old copy and
+ * restores the template into its engine module: a few milliseconds.
  */
 import { createHash } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
@@ -83,8 +83,13 @@ export interface TestDatabaseOptions {
   /** Where the schema's SQL is cached; `false`: no disk cache. Default: a folder in the OS temp directory. */
   cacheDir?: string | false
   /**
-   * Make the next copy in the background after each reset, so a reset is a
-   * swap. Default true; false saves one instance's memory.
+   * Make the next copy in the background after each reset, so that a reset
+   * is a swap. Default false: the copy needs a second engine module, which
+   * costs a process ~0.2 s of its thread (made, mapped and first restored
+   * into) and its memory, and the copy's restore takes as much CPU as the
+   * reset's own; a test file run as a new process (vitest, Jest) finished
+   * ~0.2 s later per file with it. It pays when tests leave the thread idle
+   * (waiting on the network or timers) and reset often.
    */
   prepareNext?: boolean
 }
@@ -164,7 +169,7 @@ export class TestDatabase {
   private constructor(template: DatabaseSnapshot, current: PGlite, options: TestDatabaseOptions) {
     this.#template = template
     this.#current = current
-    this.#prepareNext = options.prepareNext ?? true
+    this.#prepareNext = options.prepareNext ?? false
     this.adapter = new PrismaPGlite(() => this.#current, options.adapter)
     this.#makeNext()
   }
@@ -212,8 +217,8 @@ export class TestDatabase {
 
   /**
    * Replaces {@link db} with a fresh copy of the snapshot. Call it between
-   * tests, with no Prisma transaction open. The old instance closes in the
-   * background.
+   * tests, with no Prisma transaction open. The old instance is closed
+   * (with `prepareNext`, in the background after a swap).
    */
   async reset(): Promise<void> {
     this.#check()
@@ -237,8 +242,9 @@ export class TestDatabase {
   }
 
   /**
-   * Resolves when the copy for the next {@link reset} is made, so that the
-   * reset is a swap (the copy is made in the background after each reset).
+   * With `prepareNext`, resolves when the copy for the next {@link reset}
+   * is made, so that the reset is a swap (the copy is made in the
+   * background after each reset). Without it, at once.
    */
   async ready(): Promise<void> {
     await this.#background

@@ -53,25 +53,38 @@ describe('TestDatabase', () => {
     expect(again.id).toBe(first.id)
   })
 
-  it('resets to the snapshot once the next copy is ready, and again without waiting for it', async () => {
-    await prisma.user.create({ data: { email: 'gone@x.io' } })
-    await testDb.ready()
-    const prepared = testDb.db
-    await testDb.reset()
-    expect(testDb.db).not.toBe(prepared)
-    expect(await emails(prisma)).toEqual(['seed@x.io'])
-    // The next copy is still being made in the background: this reset waits for it.
-    await prisma.user.create({ data: { email: 'gone-too@x.io' } })
-    await testDb.reset()
-    expect(await emails(prisma)).toEqual(['seed@x.io'])
+  it('with prepareNext, resets to the snapshot once the next copy is ready, and again without waiting for it', async () => {
+    const own = await TestDatabase.create({ schema: SCHEMA, setup: seed, prepareNext: true })
+    const client = new PrismaClient({ adapter: own.adapter })
+    try {
+      await client.user.create({ data: { email: 'gone@x.io' } })
+      await own.ready()
+      const prepared = own.db
+      await own.reset()
+      expect(own.db).not.toBe(prepared)
+      // A swap: the old copy is closed after the reset returned, not before.
+      expect(prepared.closed).toBe(false)
+      expect(await emails(client)).toEqual(['seed@x.io'])
+      // The next copy is still being made in the background: this reset waits for it.
+      await client.user.create({ data: { email: 'gone-too@x.io' } })
+      await own.reset()
+      expect(await emails(client)).toEqual(['seed@x.io'])
+      await own.ready()
+      expect(prepared.closed).toBe(true)
+    } finally {
+      await client.$disconnect()
+      await own.close()
+    }
   })
 
-  it('a reset before the next copy is made closes the old copy first (its engine module serves the new one); the new copy is the snapshot', async () => {
-    const own = await TestDatabase.create({ schema: SCHEMA, setup: seed, prepareNext: false })
+  it('by default a reset closes the old copy first (its engine module serves the new one); the new copy is the snapshot', async () => {
+    const own = await TestDatabase.create({ schema: SCHEMA, setup: seed })
     try {
       for (let round = 0; round < 3; round++) {
         const old = own.db
         await old.query(`INSERT INTO "User" (email) VALUES ('round${round}@x.io')`)
+        // Nothing is made ahead of time to wait for: no second engine module.
+        await own.ready()
         await own.reset()
         expect(old.closed).toBe(true)
         expect(own.db).not.toBe(old)
