@@ -84,12 +84,12 @@ export interface TestDatabaseOptions {
   cacheDir?: string | false
   /**
    * Make the next copy in the background after each reset, so that a reset
-   * is a swap. Default false: the copy needs a second engine module, which
-   * costs a process ~0.2 s of its thread (made, mapped and first restored
-   * into) and its memory, and the copy's restore takes as much CPU as the
-   * reset's own; a test file run as a new process (vitest, Jest) finished
-   * ~0.2 s later per file with it. It pays when tests leave the thread idle
-   * (waiting on the network or timers) and reset often.
+   * is a swap. Default false: the copy needs a second engine module, made,
+   * mapped and first restored into on the process's one thread, and its
+   * memory, while the copy's restore takes as much CPU as the reset's own;
+   * test files run as new processes (vitest, Jest) finished ~80 ms later
+   * per file with it. It pays when tests leave the thread idle (waiting on
+   * the network or timers).
    */
   prepareNext?: boolean
 }

@@ -342,7 +342,7 @@ export function prefetchSnapshot(o: SnapshotKeyParts): Promise<EngineSnapshot | 
 }
 
 /** Bump when what a snapshot holds or how it is encoded changes. */
-const SNAPSHOT_FORMAT = 2
+const SNAPSHOT_FORMAT = 3
 
 function isNode(): boolean {
   return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
@@ -359,7 +359,7 @@ async function loadFromDisk(key: string, cacheDir: string | false | undefined): 
   const where = await diskLocation(key, cacheDir)
   if (!where) return undefined
   const disk = await import('./template-disk.js')
-  const bytes = await disk.readVerified(where.file, DIGEST_BYTES)
+  const bytes = await disk.readVerified(where.file)
   if (!bytes) return undefined
   try {
     const snapshot = decodeSnapshot(bytes)
@@ -376,7 +376,7 @@ async function saveToDisk(key: string, snapshot: EngineSnapshot, cacheDir: strin
     const where = await diskLocation(key, cacheDir)
     if (!where) return
     const disk = await import('./template-disk.js')
-    await disk.writeAtomically(where.dir, where.file, encodeSnapshot(snapshot), DIGEST_BYTES)
+    await disk.writeAtomically(where.dir, where.file, encodeSnapshot(snapshot))
   } catch {
     // An unwritable cache costs the next process its head start, nothing else.
   }
@@ -388,8 +388,6 @@ async function forgetOnDisk(key: string, cacheDir: string | false | undefined): 
   const { unlink } = await import('node:fs/promises')
   await unlink(where.file).catch(() => {})
 }
-
-const DIGEST_BYTES = 32
 
 /**
  * A new backend with the same state as `source` (idle; side modules only as

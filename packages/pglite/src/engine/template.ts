@@ -5,8 +5,7 @@ import type { DataTree } from './pgdata-tree.js'
 import { packTar, unpackTar } from '../fs/tar.js'
 
 /** Bump when the on-disk template format or what goes into it changes. */
-const TEMPLATE_FORMAT = 1
-const DIGEST_BYTES = 32
+const TEMPLATE_FORMAT = 2
 
 const memory = new Map<string, Promise<DataTree>>()
 
@@ -67,16 +66,16 @@ async function loadOrBuild(
   const disk = await import('./template-disk.js')
   const dir = cacheDirOption ?? (await disk.defaultCacheDir())
   const file = await disk.templatePath(dir, id)
-  const stored = await disk.readVerified(file, DIGEST_BYTES)
+  const stored = await disk.readVerified(file)
   if (stored) {
     try {
       return unpackTar(stored)
     } catch {
-      // A digest-valid file that is not a tar means a format bug: rebuild.
+      // A whole file that is not a tar means a format bug: rebuild.
     }
   }
   const tree = await runInitdb(assets, args)
-  await disk.writeAtomically(dir, file, packTar(tree), DIGEST_BYTES).catch(() => {
+  await disk.writeAtomically(dir, file, packTar(tree)).catch(() => {
     // An unwritable cache costs speed, not correctness.
   })
   return tree
