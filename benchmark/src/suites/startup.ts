@@ -351,11 +351,19 @@ async function bulk(
 /** A bulk child loads up to 1 GB: minutes, not the start-up children's seconds. */
 const BULK_TIMEOUT = 600_000
 
+/** The same test files with no database: what vitest's own start of a file costs. */
+const VITEST_ALONE = 'vitest alone (the same tests without a database)'
+/** The same test files run with vitest's `isolate: false`: one process runs them one after another. */
+const NOT_ISOLATED = 'pgwasm, vitest isolate: false'
+
 /**
  * The test-suite shape Prisma users have: `vitest run` of the same 50 tests
  * as 5 files of 10 (each file a new process with its own TestDatabase) and
  * as one file of 50. Each test file: TestDatabase.create in beforeAll, reset
  * in beforeEach, an insert and a count per test. Times the whole run.
+ * Beside it, in the same rotation: the same files without the database
+ * (vitest's own cost of a file, the floor of the ratio) and with vitest's
+ * `isolate: false` (files share a process, and so the compiled engine).
  */
 async function testFiles(s: SuiteRun, live: Impl[], samples: number): Promise<void> {
   const wanted = [TESTDB_FILES, TESTDB_ONE_FILE].filter((c) => s.wants(c))
@@ -370,7 +378,7 @@ async function testFiles(s: SuiteRun, live: Impl[], samples: number): Promise<vo
     return
   }
   s.notes.push(
-    `"${TESTDB_FILES}" and "${TESTDB_ONE_FILE}": the same 50 tests (an insert and a count on the 12-model schema, TestDatabase.create in beforeAll and reset() in beforeEach), run by \`vitest run\` with its defaults as 5 files or as one; the sample is the whole run's wall time. A first run (not measured) saves the schema's state.`,
+    `"${TESTDB_FILES}" and "${TESTDB_ONE_FILE}": the same 50 tests (an insert and a count on the 12-model schema, TestDatabase.create in beforeAll and reset() in beforeEach), run by \`vitest run\` with its defaults as 5 files or as one; the sample is the whole run's wall time. A first run (not measured) saves the schema's state. "${VITEST_ALONE}" runs the same files with each test's body and the database taken out: vitest's own cost of starting a file (a new process), which bounds the 5 files / 1 file ratio from below whatever a file's database costs. "${NOT_ISOLATED}" runs the pgwasm files with \`isolate: false\` in the vitest config (pglite-prisma's README: files share a process one after another, so only the first compiles the engine and reads the saved state).`,
   )
   // Inside the benchmark package, so the test files resolve @pgwasm/pglite-prisma.
   mkdirSync(CACHE_DIR, { recursive: true })
@@ -378,38 +386,59 @@ async function testFiles(s: SuiteRun, live: Impl[], samples: number): Promise<vo
   try {
     const schema = join(root, 'schema.prisma')
     writeFileSync(schema, PRISMA_SCHEMA)
-    for (const [dir, files, tests] of [['five', 5, 10], ['one', 1, 50]] as const) {
+    const layouts = [['five', 5, 10], ['one', 1, 50]] as const
+    for (const [dir, files, tests] of layouts) {
       mkdirSync(join(root, dir))
-      for (let f = 0; f < files; f++) writeFileSync(join(root, dir, `f${f}.test.mjs`), testFile(schema, tests))
+      mkdirSync(join(root, `${dir}-alone`))
+      for (let f = 0; f < files; f++) {
+        writeFileSync(join(root, dir, `f${f}.test.mjs`), testFile(schema, tests))
+        writeFileSync(join(root, `${dir}-alone`, `f${f}.test.mjs`), emptyTestFile(tests))
+      }
     }
     writeFileSync(join(root, 'vitest.config.mjs'), 'export default { test: { include: ["**/*.test.mjs"] } }\n')
+    writeFileSync(join(root, 'vitest.shared.config.mjs'), 'export default { test: { include: ["**/*.test.mjs"], isolate: false } }\n')
     const vitest = join(dirname(createRequire(join(BENCH_DIR, 'package.json')).resolve('vitest/package.json')), 'vitest.mjs')
-    const runVitest = async (dir: string): Promise<number> => {
+    const runVitest = async (dir: string, config = 'vitest.config.mjs'): Promise<number> => {
       const t = performance.now()
-      const out = await runNodeIn(root, vitest, ['run', '--root', root, '--dir', dir], VITEST_TIMEOUT)
+      const out = await runNodeIn(root, vitest, ['run', '--root', root, '--config', join(root, config), '--dir', dir], VITEST_TIMEOUT)
       if (!out.ok) throw new Error(`vitest run of ${dir} exited ${out.code}: ${(out.stdout + out.stderr).trim().split('\n').slice(-5).join(' / ').slice(0, 400)}`)
       return performance.now() - t
     }
-    const results = new Map<string, number[]>([[TESTDB_FILES, []], [TESTDB_ONE_FILE, []]])
+    const runs: { case: string; path: string; side: 'ours' | 'anchor'; run: () => Promise<number> }[] = [
+      { case: TESTDB_FILES, path: 'pgwasm', side: 'ours', run: () => runVitest('five') },
+      { case: TESTDB_ONE_FILE, path: 'pgwasm', side: 'ours', run: () => runVitest('one') },
+      { case: TESTDB_FILES, path: VITEST_ALONE, side: 'anchor', run: () => runVitest('five-alone') },
+      { case: TESTDB_ONE_FILE, path: VITEST_ALONE, side: 'anchor', run: () => runVitest('one-alone') },
+      { case: TESTDB_FILES, path: NOT_ISOLATED, side: 'ours', run: () => runVitest('five', 'vitest.shared.config.mjs') },
+      { case: TESTDB_ONE_FILE, path: NOT_ISOLATED, side: 'ours', run: () => runVitest('one', 'vitest.shared.config.mjs') },
+    ]
+    const results = runs.map(() => [] as number[])
     let failure: string | undefined
     try {
       await runVitest('one')
-      for (let i = 0; i < samples; i++) {
-        results.get(TESTDB_FILES)!.push(await runVitest('five'))
-        results.get(TESTDB_ONE_FILE)!.push(await runVitest('one'))
-      }
+      for (let i = 0; i < samples; i++) for (const [k, r] of runs.entries()) results[k]!.push(await r.run())
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err)
     }
-    for (const name of wanted) {
-      if (failure !== undefined) s.mark({ case: name, path: 'pgwasm', side: 'ours', unit: 'ms', status: 'failed', reason: failure })
-      else s.add({ case: name, path: 'pgwasm', side: 'ours', unit: 'ms', samples: results.get(name)! })
-      skipPglite(name)
+    for (const [k, r] of runs.entries()) {
+      if (!wanted.includes(r.case)) continue
+      const base = { case: r.case, path: r.path, side: r.side, unit: 'ms' as const, ...(r.side === 'anchor' ? { vs: 'pgwasm' } : {}) }
+      if (failure !== undefined) s.mark({ ...base, status: 'failed', reason: failure })
+      else s.add({ ...base, samples: results[k]! })
     }
+    for (const name of wanted) skipPglite(name)
     s.ratio('Prisma tests as 5 files / as 1 file, pgwasm (target <= 1.5)', { case: TESTDB_FILES, path: 'pgwasm' }, { case: TESTDB_ONE_FILE, path: 'pgwasm' })
+    s.ratio('the same files without a database, vitest alone: 5 files / 1 file (the floor of the row above)', { case: TESTDB_FILES, path: VITEST_ALONE }, { case: TESTDB_ONE_FILE, path: VITEST_ALONE })
+    s.ratio('Prisma tests as 5 files / as 1 file, pgwasm, vitest isolate: false', { case: TESTDB_FILES, path: NOT_ISOLATED }, { case: TESTDB_ONE_FILE, path: NOT_ISOLATED })
   } finally {
     rmSync(root, { recursive: true, force: true })
   }
+}
+
+/** A vitest file of `tests` empty tests: the shape of {@link testFile} without the database. */
+function emptyTestFile(tests: number): string {
+  const body = Array.from({ length: tests }, (_, i) => `it('t${i}', () => {\n  expect(${i}).toBe(${i})\n})`).join('\n')
+  return `import { expect, it } from 'vitest'\n${body}\n`
 }
 
 /** A vitest file of `tests` tests on its own TestDatabase of `schema`. */
