@@ -3,6 +3,7 @@ import { EngineError } from '../errors.js'
 import type { DataTree } from './pgdata-tree.js'
 import type { GuardRecords } from './session-guards.js'
 import { unpackGzippedImage } from './tree-image.js'
+import { applyWasmTieringBudget } from './wasm-tiering.js'
 
 /**
  * The engine files as this platform reads them. This is the Node source
@@ -82,6 +83,7 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
       throw new EngineError(`cannot read engine asset ${join(dist, name)}`, { code: 'ASSET_MISSING', cause })
     }
   }
+  applyWasmTieringBudget()
   // Compiling (~40 ms, on V8's background threads) starts as soon as the bytes
   // are in, while this thread loads the glue and the shipped template's manifest.
   const compiling = read('pglite.wasm').then((bytes) => WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>))
