@@ -42,6 +42,16 @@ function corrupt(file: string): void {
   writeFileSync(file, bytes)
 }
 
+/** Starts a first database with an empty `cacheDir` and returns the snapshot entry it saves (in the background). */
+async function firstSnapshotEntry(cacheDir: string): Promise<string> {
+  forgetProcessCaches()
+  await selectOne(cacheDir)
+  // The entry itself, not the temporary file it is written to first.
+  const isSnapshotEntry = (f: string): boolean => f.startsWith('snapshot-') && f.endsWith('.bin')
+  await expect.poll(() => readdirSync(cacheDir).some(isSnapshotEntry), { timeout: 20_000 }).toBe(true)
+  return join(cacheDir, readdirSync(cacheDir).find(isSnapshotEntry)!)
+}
+
 describe('template and snapshot disk cache', () => {
   it('gives a different cache file to a different engine version or initdb arguments', async () => {
     const dir = '/cache'
@@ -68,12 +78,7 @@ describe('template and snapshot disk cache', () => {
 
   it('rejects a corrupt snapshot entry, starts from the template and writes a whole snapshot again', async () => {
     const cacheDir = tempDir()
-    forgetProcessCaches()
-    await selectOne(cacheDir)
-    // The entry itself, not the temporary file it is written to first.
-    const isSnapshotEntry = (f: string): boolean => f.startsWith('snapshot-') && f.endsWith('.bin')
-    await expect.poll(() => readdirSync(cacheDir).some(isSnapshotEntry), { timeout: 20_000 }).toBe(true)
-    const snapshot = join(cacheDir, readdirSync(cacheDir).find(isSnapshotEntry)!)
+    const snapshot = await firstSnapshotEntry(cacheDir)
     corrupt(snapshot)
     const corrupted = readFileSync(snapshot)
     expect(isWhole(corrupted)).toBe(false)
@@ -87,11 +92,7 @@ describe('template and snapshot disk cache', () => {
 
   it('leaves the all-zero chunks of files out of a snapshot entry, and a database started from it writes past them', async () => {
     const cacheDir = tempDir()
-    forgetProcessCaches()
-    await selectOne(cacheDir)
-    const isSnapshotEntry = (f: string): boolean => f.startsWith('snapshot-') && f.endsWith('.bin')
-    await expect.poll(() => readdirSync(cacheDir).some(isSnapshotEntry), { timeout: 20_000 }).toBe(true)
-    const file = join(cacheDir, readdirSync(cacheDir).find(isSnapshotEntry)!)
+    const file = await firstSnapshotEntry(cacheDir)
     const stored = readFileSync(file)
     const body = new Uint8Array(stored.buffer, stored.byteOffset + CHECK_BYTES, stored.byteLength - CHECK_BYTES)
     const snap = decodeSnapshot(body)
