@@ -4,20 +4,21 @@ import { nodeBuiltinIfAny } from './node-builtin.js'
  * V8 runs a wasm function first as baseline code (Liftoff) and compiles it
  * again with its optimizing compiler (TurboFan) once the function has spent
  * a "tiering budget" (roughly, bytes of code executed). Postgres is a 9 MB
- * module whose requests pass through thousands of functions; at V8's
- * default budget (1.8M on Node 20, 13M on Node 24) a new process spends its
- * first seconds recompiling many of them, and is slower meanwhile than
- * without any tier-up. Measured on the 2-core test machine, Node 20, a new
- * process with a schema's saved state:
+ * module whose requests pass through thousands of functions; at Node 20's
+ * default budget (1.8M) a new process spends its first seconds recompiling
+ * many of them, and is slower meanwhile than without any tier-up. Measured
+ * on the 2-core test machine, Node 20, a new process with a schema's saved
+ * state:
  *
- * | work after the first create | V8's budget | 180M |
- * | --- | --- | --- |
- * | 10 resets + insert + count (a test file) | 250-355 ms | 166-192 ms |
- * | 300 of them | 1.8-2.3 s | 1.4-1.6 s |
- * | COPY of 1M rows of 1 kB | 6.4-7.3 s | 5.8-5.9 s |
+ * | work after the first create | 1.8M (default) | 18M | 180M |
+ * | --- | --- | --- | --- |
+ * | 10 resets + insert + count (a test file) | 250-355 ms | 175-177 ms | 166-192 ms |
+ * | 300 of them | 1.8-2.3 s | 1.6-1.7 s | 1.4-1.6 s |
+ * | COPY of 1M rows of 1 kB | 6.4-7.3 s | 5.7-6.1 s | 5.8-6.0 s |
+ * | pgbench through the server, tps vs pglite-socket | 1.00x | 0.89-1.00x | 0.87-0.90x |
  *
- * (Node 24: 240 -> 155 ms and 2.45 -> 2.3 s.) Steady work in a warm process
- * ran as fast: a function that stays hot still tiers up, only later.
+ * 180M kept hot functions on baseline code too long for steady work
+ * (pgbench); 18M is about what V8 itself chose later (Node 24: 13M).
  *
  * The budget is a V8 flag, so it is the whole process's: the engine raises
  * it once, before its first compile, unless the process was started with a
@@ -25,7 +26,7 @@ import { nodeBuiltinIfAny } from './node-builtin.js'
  * otherwise (`default`: leave V8's; a number: that budget). Only on the V8
  * lines it was measured on; another runtime or V8 line is left as it is.
  */
-export const WASM_TIERING_BUDGET = 180_000_000
+export const WASM_TIERING_BUDGET = 18_000_000
 
 /** V8 major versions whose `--wasm-tiering-budget` was measured (Node 20: 11, Node 22: 12, Node 24: 13). */
 const MEASURED_V8_MAJORS = new Set([11, 12, 13])
