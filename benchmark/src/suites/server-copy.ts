@@ -40,6 +40,8 @@ class Replies {
         const body = this.#buffer.subarray(5, length + 1)
         this.#buffer = this.#buffer.subarray(length + 1)
         if (type === 'E') throw new Error(`server error: ${body.toString('utf8').replace(/\0/g, ' ').trim()}`)
+        // A password or SASL request: this raw client speaks trust authentication only.
+        if (type === 'R' && body.readInt32BE(0) !== 0) throw new Error(`the server asks for authentication (method ${body.readInt32BE(0)}); this client needs trust`)
         if (type === 'D') rows.push(Buffer.from(body))
         if (types.includes(type)) return rows
       }
@@ -73,19 +75,44 @@ async function startServer(): Promise<{ child: ChildProcess; port: number }> {
  */
 export async function copyThroughServer(parts: readonly string[], rows: number): Promise<number> {
   const { child, port } = await startServer()
+  try {
+    return await copyOverWire({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' }, parts, rows)
+  } finally {
+    child.kill('SIGINT')
+    await new Promise((resolve) => child.once('exit', resolve))
+  }
+}
+
+/** The same load by the same client into the native server at `url` (trust authentication), into a new table `b`. */
+export async function copyThroughNative(url: string, parts: readonly string[], rows: number): Promise<number> {
+  const u = new URL(url)
+  const target = {
+    host: u.hostname,
+    port: Number(u.port || 5432),
+    user: decodeURIComponent(u.username || 'postgres'),
+    database: decodeURIComponent(u.pathname.slice(1) || 'postgres'),
+  }
+  return copyOverWire(target, parts, rows)
+}
+
+async function copyOverWire(
+  target: { host: string; port: number; user: string; database: string },
+  parts: readonly string[],
+  rows: number,
+): Promise<number> {
   const socket = new Socket()
   try {
     const replies = new Replies(socket)
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject)
-      socket.connect(port, '127.0.0.1', resolve)
+      socket.connect(target.port, target.host, resolve)
     })
     const send = async (bytes: Uint8Array): Promise<void> => {
       if (!socket.write(bytes)) await new Promise((resolve) => socket.once('drain', resolve))
     }
-    await send(startupMessage('postgres', 'postgres'))
+    await send(startupMessage(target.user, target.database))
     await replies.until('Z')
-    await send(serialize.query('create table b (id int, v text)'))
+    await send(serialize.query('drop table if exists b; create table b (id int, v text)'))
     await replies.until('Z')
     const t = performance.now()
     await send(serialize.query('copy b from stdin'))
@@ -100,11 +127,11 @@ export async function copyThroughServer(parts: readonly string[], rows: number):
     await send(serialize.query('select count(*) from b'))
     const [row] = await replies.until('Z')
     const counted = Number(row!.subarray(6).toString())
-    if (counted !== rows) throw new Error(`loaded ${counted} rows through the server, expected ${rows}`)
+    if (counted !== rows) throw new Error(`loaded ${counted} rows over the wire, expected ${rows}`)
+    await send(serialize.query('drop table b'))
+    await replies.until('Z')
     return ms
   } finally {
     socket.destroy()
-    child.kill('SIGINT')
-    await new Promise((resolve) => child.once('exit', resolve))
   }
 }

@@ -16,7 +16,7 @@
  *                                               (samples: [ms of one load of <rows> rows of 1 kB])
  */
 import { PRISMA_SCHEMA, SCHEMA_TABLES } from './prisma-schema.js'
-import { copyThroughServer } from './server-copy.js'
+import { copyThroughNative, copyThroughServer } from './server-copy.js'
 
 interface Db {
   query(sql: string): Promise<{ rows: unknown[] }>
@@ -90,6 +90,7 @@ function copyParts(rows: number): string[] {
 
 /** Times one bulk load (only the statement) into a new table; checks the row count after. */
 async function bulkLoad(kind: 'copy' | 'ctas', rows: number, where: string): Promise<number> {
+  if (impl === 'native' && rest[2] === 'stdin') return copyThroughNative(where, copyParts(rows), rows)
   if (impl === 'native') {
     const { default: pg } = await import('pg')
     const client = new pg.Client({ connectionString: where })

@@ -46,6 +46,7 @@ export const BULK_DIR = 'pgwasm dir'
 export const BULK_NATIVE = 'native pg'
 /** COPY FROM STDIN from a client over TCP into a `pgwasm-server` process (in memory). */
 export const BULK_SERVER = 'pgwasm-server, COPY FROM STDIN'
+export const BULK_NATIVE_STDIN = 'native pg, COPY FROM STDIN'
 
 /** How many in-memory databases the MANY row holds open at once. */
 const MANY_COUNT = 10
@@ -287,7 +288,7 @@ async function bulk(
   const cases = BULK_KINDS.flatMap((kind) => bulkRows(s.config.scale).map((rows) => ({ kind, rows, name: bulkCase(kind, rows) }))).filter((c) => s.wants(c.name))
   if (cases.length === 0) return
   s.notes.push(
-    `Bulk rows: one load per new process (not counting the start): COPY FROM of generated text (pgwasm and PGlite: a Blob through /dev/blob; native: a server-side file), or CREATE TABLE AS from generate_series, of rows of an int and 1,000 bytes. "${BULK_DIR}" loads into a new directory database; "${BULK_NATIVE}" into a new table of the native server; "${BULK_SERVER}" streams the same text in 64 kB CopyData frames over TCP to a pgwasm-server process serving an in-memory database (timed from the COPY's Query to its ReadyForQuery). The largest row count takes at most 2 samples.`,
+    `Bulk rows: one load per new process (not counting the start): COPY FROM of generated text (pgwasm and PGlite: a Blob through /dev/blob; native: a server-side file), or CREATE TABLE AS from generate_series, of rows of an int and 1,000 bytes. "${BULK_DIR}" loads into a new directory database; "${BULK_NATIVE}" into a new table of the native server; "${BULK_SERVER}" streams the same text in 64 kB CopyData frames over TCP to a pgwasm-server process serving an in-memory database (timed from the COPY's Query to its ReadyForQuery); "${BULK_NATIVE_STDIN}" is the same client and frames against the native server, which the "${BULK_NATIVE}" row's server-side file spares the transfer. The largest row count takes at most 2 samples.`,
   )
   const ours = live.find((i) => i.key === 'ours')
   const pglite = live.find((i) => i.key === 'pglite')
@@ -307,7 +308,14 @@ async function bulk(
       },
       { label: BULK_NATIVE, side: 'anchor', ...(s.config.nativeUrl ? { args: ['native', 'bulk', c.kind, String(c.rows), s.config.nativeUrl] } : { skip: s.config.nativeReason }) },
       ...(c.kind === 'copy'
-        ? [{ label: BULK_SERVER, side: 'ours' as const, ...(ours ? { args: ['ours', 'bulk', c.kind, String(c.rows), 'server'] } : { skip: 'pgwasm did not load' }) }]
+        ? [
+            { label: BULK_SERVER, side: 'ours' as const, ...(ours ? { args: ['ours', 'bulk', c.kind, String(c.rows), 'server'] } : { skip: 'pgwasm did not load' }) },
+            {
+              label: BULK_NATIVE_STDIN,
+              side: 'anchor' as const,
+              ...(s.config.nativeUrl ? { args: ['native', 'bulk', c.kind, String(c.rows), s.config.nativeUrl, 'stdin'] } : { skip: s.config.nativeReason }),
+            },
+          ]
         : []),
     ]
     for (const path of paths) {
@@ -341,6 +349,7 @@ async function bulk(
   }
   const copyLarge = bulkCase('copy', large!)
   s.ratio(`${copyLarge}: through pgwasm-server / native pg (target <= 2)`, { case: copyLarge, path: BULK_SERVER }, { case: copyLarge, path: BULK_NATIVE })
+  s.ratio(`${copyLarge}: through pgwasm-server / native pg, both COPY FROM STDIN from the same client over TCP`, { case: copyLarge, path: BULK_SERVER }, { case: copyLarge, path: BULK_NATIVE_STDIN })
   const [small] = bulkRows(s.config.scale)
   for (const kind of BULK_KINDS) {
     const name = bulkCase(kind, small!)
