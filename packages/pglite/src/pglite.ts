@@ -12,7 +12,7 @@ import {
   rememberArrayTypes,
   type ArrayTypeRow,
 } from './engine/template.js'
-import { prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
+import { prefetchSavedState, prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
@@ -326,21 +326,24 @@ export class PGlite implements AsyncDisposable {
       !opts.loadDataTree &&
       !opts.cloneOf &&
       opts.initialMemory === undefined &&
-      !bootOnly &&
-      opts.savedState === undefined
+      !bootOnly
     ) {
-      // Read a cached snapshot while the engine compiles.
+      // Read a cached snapshot (or the saved state asked for) while the engine compiles.
       const { engineVersion } = await locateEngine()
-      void prefetchSnapshot({
+      const keyParts = {
         treeKey: memoryTemplateKey({ engineVersion }, templateOptions),
         username,
         database,
         startArgs: startArgsFor(opts, true),
         cacheDir: opts.templateCacheDir,
-      }).then((snapshot) => {
-        // No snapshot: Postgres boots from the template, so unpack it meanwhile.
-        if (!snapshot && !opts.initdbArgs?.length) prefetchBundledTemplate({ assetBaseUrl: opts.assetBaseUrl })
-      })
+      }
+      if (opts.savedState !== undefined) void prefetchSavedState(keyParts, opts.savedState)
+      else {
+        void prefetchSnapshot(keyParts).then((snapshot) => {
+          // No snapshot: Postgres boots from the template, so unpack it meanwhile.
+          if (!snapshot && !opts.initdbArgs?.length) prefetchBundledTemplate({ assetBaseUrl: opts.assetBaseUrl })
+        })
+      }
     }
     const archiveReading = opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir)
     // An idb:// database is read from IndexedDB while the engine compiles.

@@ -301,7 +301,7 @@ export async function restoreSavedState(
   onLog?: (line: string) => void,
 ): Promise<{ backend: Backend; note: string | undefined } | undefined> {
   const id = savedStateKey(o, key)
-  const snapshot = snapshots.get(id) ?? (await loadFromDisk(id, o.cacheDir).catch(() => undefined))
+  const snapshot = await readOnce(id, o.cacheDir)
   if (!snapshot) return undefined
   try {
     const blank = await pool.take(assets, snapshot.pages)
@@ -330,13 +330,26 @@ const diskReads = new Map<string, Promise<EngineSnapshot | undefined>>()
  * the read overlaps with compiling the engine.
  */
 export function prefetchSnapshot(o: SnapshotKeyParts): Promise<EngineSnapshot | undefined> {
-  const key = snapshotKey(o)
-  if (snapshots.has(key)) return Promise.resolve(snapshots.get(key))
-  let read = diskReads.get(key)
+  return readOnce(snapshotKey(o), o.cacheDir)
+}
+
+/**
+ * Starts reading the saved state `key` (see {@link restoreSavedState}) from
+ * the disk cache, once per process, so the read overlaps with compiling the
+ * engine, as a plain first create's snapshot read does.
+ */
+export function prefetchSavedState(o: SnapshotKeyParts, key: string): Promise<EngineSnapshot | undefined> {
+  return readOnce(savedStateKey(o, key), o.cacheDir)
+}
+
+/** This process's snapshot `id`, else the disk read of it under way, else a new one. */
+function readOnce(id: string, cacheDir: string | false | undefined): Promise<EngineSnapshot | undefined> {
+  if (snapshots.has(id)) return Promise.resolve(snapshots.get(id))
+  let read = diskReads.get(id)
   if (!read) {
-    read = loadFromDisk(key, o.cacheDir).catch(() => undefined)
-    diskReads.set(key, read)
-    void read.then(() => diskReads.delete(key))
+    read = loadFromDisk(id, cacheDir).catch(() => undefined)
+    diskReads.set(id, read)
+    void read.then(() => diskReads.delete(id))
   }
   return read
 }
