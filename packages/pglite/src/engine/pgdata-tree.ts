@@ -95,9 +95,31 @@ export function copyWritten(bytes: Uint8Array, length: number): Uint8Array {
     }
     writtenChunks.set(bytes, (known = { length, chunks }))
   }
-  const out = new Uint8Array(length)
+  const out = zeroedArray(length)
   for (const start of known.chunks) out.set(bytes.subarray(start, Math.min(start + SPARSE_CHUNK, length)), start)
   return out
+}
+
+/** From this length {@link zeroedArray} reserves rather than allocates. */
+const RESERVED_ZEROS_FROM = 1024 * 1024
+
+/**
+ * A zeroed array for a copy that fills only part of it. Past a megabyte it
+ * sits on a resizable ArrayBuffer of that size: its pages come from
+ * reserved address space and stay unmapped until written, where a plain
+ * array's memory comes from the allocator, which clears it again when it
+ * reuses freed memory. A database's first write to the template's 16 MB WAL
+ * segment (~1 MB of it written), once per test reset: ~1.2 -> ~0.75 ms.
+ */
+function zeroedArray(length: number): Uint8Array {
+  if (canResize && length >= RESERVED_ZEROS_FROM) {
+    try {
+      return new Uint8Array(new (ArrayBuffer as unknown as ResizableBufferConstructor)(length, { maxByteLength: length }), 0, length)
+    } catch {
+      // Out of address space to reserve: an allocated array does the same.
+    }
+  }
+  return new Uint8Array(length)
 }
 
 /** Whether the module's MEMFS copies a node flagged `pgwasmShared` before writing it. */
