@@ -102,17 +102,20 @@ export function copyWritten(bytes: Uint8Array, length: number): Uint8Array {
 
 /** From this length {@link zeroedArray} reserves rather than allocates. */
 const RESERVED_ZEROS_FROM = 1024 * 1024
+const reserveZeros = canResizeBuffers() && typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 
 /**
- * A zeroed array for a copy that fills only part of it. Past a megabyte it
- * sits on a resizable ArrayBuffer of that size: its pages come from
+ * A zeroed array for a copy that fills only part of it. Past a megabyte, in
+ * Node, it sits on a resizable ArrayBuffer of that size: its pages come from
  * reserved address space and stay unmapped until written, where a plain
  * array's memory comes from the allocator, which clears it again when it
  * reuses freed memory. A database's first write to the template's 16 MB WAL
  * segment (~1 MB of it written), once per test reset: ~1.2 -> ~0.75 ms.
+ * Not in browsers: their storage APIs refuse views of resizable buffers
+ * (an OPFS `FileSystemSyncAccessHandle.write` of the copied segment threw).
  */
 function zeroedArray(length: number): Uint8Array {
-  if (canResize && length >= RESERVED_ZEROS_FROM) {
+  if (reserveZeros && length >= RESERVED_ZEROS_FROM) {
     try {
       return new Uint8Array(new (ArrayBuffer as unknown as ResizableBufferConstructor)(length, { maxByteLength: length }), 0, length)
     } catch {
@@ -199,7 +202,11 @@ const IN_PLACE_STEP = 8 * 1024 * 1024
 
 type ResizableBuffer = ArrayBuffer & { resize(length: number): void; readonly maxByteLength: number }
 type ResizableBufferConstructor = new (length: number, options: { maxByteLength: number }) => ResizableBuffer
-const canResize = typeof (ArrayBuffer.prototype as Partial<ResizableBuffer>).resize === 'function'
+const canResize = canResizeBuffers()
+
+function canResizeBuffers(): boolean {
+  return typeof (ArrayBuffer.prototype as Partial<ResizableBuffer>).resize === 'function'
+}
 
 /** Arrays made by {@link growInPlace}: views that track their buffer's length, seen by nobody else. */
 const inPlace = new WeakSet<Uint8Array>()
