@@ -98,20 +98,27 @@ async function bulkLoad(kind: 'copy' | 'ctas', rows: number, where: string): Pro
     try {
       await client.query('drop table if exists a; drop table if exists b; create table b (id int, v text)')
       let file: string | undefined
+      let dir: string | undefined
       if (kind === 'copy') {
         const { writeFileSync, appendFileSync, mkdtempSync, chmodSync } = await import('node:fs')
         const { tmpdir } = await import('node:os')
         const { join } = await import('node:path')
-        const dir = mkdtempSync(join(tmpdir(), 'pgwasm-bulk-'))
+        dir = mkdtempSync(join(tmpdir(), 'pgwasm-bulk-'))
         // The server runs as another user: it must be able to read the file.
         chmodSync(dir, 0o755)
         file = join(dir, 'rows.tsv')
         writeFileSync(file, '')
         for (const part of copyParts(rows)) appendFileSync(file, part)
       }
-      const t = performance.now()
-      await client.query(kind === 'copy' ? `copy b from '${file}'` : CTAS_SQL(rows))
-      const ms = performance.now() - t
+      let ms: number
+      try {
+        const t = performance.now()
+        await client.query(kind === 'copy' ? `copy b from '${file}'` : CTAS_SQL(rows))
+        ms = performance.now() - t
+      } finally {
+        // Up to 1 GB per sample: every run used to leave its file in the temp folder.
+        if (dir) (await import('node:fs')).rmSync(dir, { recursive: true, force: true })
+      }
       const { rows: counted } = await client.query(`select count(*)::int as n from ${kind === 'copy' ? 'b' : 'a'}`)
       if (counted[0].n !== rows) throw new Error(`loaded ${counted[0].n} rows, expected ${rows}`)
       await client.query('drop table if exists a; drop table if exists b')
