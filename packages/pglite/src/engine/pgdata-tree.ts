@@ -59,7 +59,8 @@ export function copyBytes(bytes: Uint8Array, length = bytes.byteLength): Uint8Ar
   return out
 }
 
-const SPARSE_CHUNK = 65536
+/** The unit in which files are copied and stored sparsely: all-zero chunks of it are left out. */
+export const SPARSE_CHUNK = 65536
 /** Non-zero chunks of shared contents, per array and length: found once, used by every database that writes the file. */
 const writtenChunks = new WeakMap<Uint8Array, { length: number; chunks: number[] }>()
 
@@ -87,6 +88,17 @@ export function isZero(bytes: Uint8Array, start: number, end: number): boolean {
  */
 export function copyWritten(bytes: Uint8Array, length: number): Uint8Array {
   if (length < 4 * SPARSE_CHUNK) return copyBytes(bytes, length)
+  const out = zeroedArray(length)
+  for (const start of writtenChunkStarts(bytes, length)) out.set(bytes.subarray(start, Math.min(start + SPARSE_CHUNK, length)), start)
+  return out
+}
+
+/**
+ * Where the 64 KiB chunks of `bytes[0, length)` that are not all zero
+ * start; found once per array and length (the copy on first write and the
+ * snapshot codec both ask).
+ */
+export function writtenChunkStarts(bytes: Uint8Array, length = bytes.byteLength): readonly number[] {
   let known = writtenChunks.get(bytes)
   if (known?.length !== length) {
     const chunks: number[] = []
@@ -95,14 +107,11 @@ export function copyWritten(bytes: Uint8Array, length: number): Uint8Array {
     }
     writtenChunks.set(bytes, (known = { length, chunks }))
   }
-  const out = zeroedArray(length)
-  for (const start of known.chunks) out.set(bytes.subarray(start, Math.min(start + SPARSE_CHUNK, length)), start)
-  return out
+  return known.chunks
 }
 
 /** From this length {@link zeroedArray} reserves rather than allocates. */
 const RESERVED_ZEROS_FROM = 1024 * 1024
-const reserveZeros = canResizeBuffers() && typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 
 /**
  * A zeroed array for a copy that fills only part of it. Past a megabyte, in
@@ -115,7 +124,7 @@ const reserveZeros = canResizeBuffers() && typeof process !== 'undefined' && typ
  * (an OPFS `FileSystemSyncAccessHandle.write` of the copied segment threw).
  */
 function zeroedArray(length: number): Uint8Array {
-  if (reserveZeros && length >= RESERVED_ZEROS_FROM) {
+  if (canResize && inNode && length >= RESERVED_ZEROS_FROM) {
     try {
       return new Uint8Array(new (ArrayBuffer as unknown as ResizableBufferConstructor)(length, { maxByteLength: length }), 0, length)
     } catch {
@@ -202,11 +211,8 @@ const IN_PLACE_STEP = 8 * 1024 * 1024
 
 type ResizableBuffer = ArrayBuffer & { resize(length: number): void; readonly maxByteLength: number }
 type ResizableBufferConstructor = new (length: number, options: { maxByteLength: number }) => ResizableBuffer
-const canResize = canResizeBuffers()
-
-function canResizeBuffers(): boolean {
-  return typeof (ArrayBuffer.prototype as Partial<ResizableBuffer>).resize === 'function'
-}
+const canResize = typeof (ArrayBuffer.prototype as Partial<ResizableBuffer>).resize === 'function'
+const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 
 /** Arrays made by {@link growInPlace}: views that track their buffer's length, seen by nobody else. */
 const inPlace = new WeakSet<Uint8Array>()

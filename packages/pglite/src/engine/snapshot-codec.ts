@@ -1,5 +1,5 @@
 import type { EngineSnapshot } from './snapshot.js'
-import { isZero, type TreeEntry } from './pgdata-tree.js'
+import { SPARSE_CHUNK, writtenChunkStarts, type TreeEntry } from './pgdata-tree.js'
 
 /**
  * A snapshot as one byte array, for the disk cache: a JSON header, the
@@ -36,17 +36,15 @@ interface EntryHeader {
 
 /** Indices of the non-zero chunks of `data`, or undefined when none is zero. */
 function keptChunks(data: Uint8Array): number[] | undefined {
-  const kept: number[] = []
-  const count = Math.ceil(data.byteLength / CHUNK)
-  for (let c = 0; c < count; c++) if (!isZero(data, c * CHUNK, Math.min((c + 1) * CHUNK, data.byteLength))) kept.push(c)
-  return kept.length === count ? undefined : kept
+  const starts = writtenChunkStarts(data)
+  return starts.length === Math.ceil(data.byteLength / SPARSE_CHUNK) ? undefined : starts.map((start) => start / SPARSE_CHUNK)
 }
 
 function storedBytes(entry: EntryHeader): number {
   if (entry.size < 0) return 0
   if (!entry.kept) return entry.size
   let bytes = 0
-  for (const c of entry.kept) bytes += Math.min(CHUNK, entry.size - c * CHUNK)
+  for (const c of entry.kept) bytes += Math.min(SPARSE_CHUNK, entry.size - c * SPARSE_CHUNK)
   return bytes
 }
 
@@ -92,7 +90,7 @@ export function encodeSnapshot(snap: EngineSnapshot): Uint8Array {
         return
       }
       for (const c of kept) {
-        const piece = e.data.subarray(c * CHUNK, Math.min((c + 1) * CHUNK, e.data.byteLength))
+        const piece = e.data.subarray(c * SPARSE_CHUNK, Math.min((c + 1) * SPARSE_CHUNK, e.data.byteLength))
         out.set(piece, at)
         at += piece.byteLength
       }
@@ -129,9 +127,9 @@ export function decodeSnapshot(bytes: Uint8Array): EngineSnapshot {
       // Zeroed by the allocator: the OS maps the left-out chunks lazily.
       const data = new Uint8Array(size)
       for (const c of kept) {
-        if (!Number.isInteger(c) || c < 0 || c * CHUNK >= size) throw new Error(`snapshot file ${path} names chunk ${c}`)
-        const length = Math.min(CHUNK, size - c * CHUNK)
-        data.set(bytes.subarray(at, at + length), c * CHUNK)
+        if (!Number.isInteger(c) || c < 0 || c * SPARSE_CHUNK >= size) throw new Error(`snapshot file ${path} names chunk ${c}`)
+        const length = Math.min(SPARSE_CHUNK, size - c * SPARSE_CHUNK)
+        data.set(bytes.subarray(at, at + length), c * SPARSE_CHUNK)
         at += length
       }
       return { path, mode, mtimeMs, data }

@@ -35,11 +35,10 @@ export async function templatePath(dir: string, id: string, kind = 'template'): 
  */
 export const CHECK_BYTES = 8
 
-function checkOf(body: Uint8Array): Uint8Array {
-  const check = new Uint8Array(CHECK_BYTES)
-  const view = new DataView(check.buffer)
-  view.setUint32(0, body.byteLength, true)
-  view.setUint32(4, crc32(body), true)
+function checkOf(body: Uint8Array): Buffer {
+  const check = Buffer.alloc(CHECK_BYTES)
+  check.writeUInt32LE(body.byteLength, 0)
+  check.writeUInt32LE(crc32(body), 4)
   return check
 }
 
@@ -56,7 +55,7 @@ export async function readVerified(file: string): Promise<Uint8Array | undefined
   }
   if (bytes.byteLength >= CHECK_BYTES) {
     const body = bytes.subarray(CHECK_BYTES)
-    if (Buffer.from(checkOf(body)).equals(bytes.subarray(0, CHECK_BYTES))) {
+    if (checkOf(body).equals(bytes.subarray(0, CHECK_BYTES))) {
       // The modification time orders entries for eviction: a used one is recent.
       const now = new Date()
       await utimes(file, now, now).catch(() => {})

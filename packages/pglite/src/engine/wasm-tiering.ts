@@ -52,7 +52,7 @@ export function tieringFlag(ctx: TieringContext): string | undefined {
   let budget = WASM_TIERING_BUDGET
   if (setting !== undefined && setting !== '') {
     budget = Number(setting)
-    if (!/^\d+$/.test(setting) || !Number.isSafeInteger(budget) || budget <= 0 || budget > 0x7fffffff) {
+    if (!/^\d+$/.test(setting) || budget <= 0 || budget > 0x7fffffff) {
       throw new RangeError(`PGWASM_WASM_TIERING_BUDGET must be 'default' or a positive integer below 2^31, not ${JSON.stringify(setting)}`)
     }
   }

@@ -1,4 +1,5 @@
 import { ProtocolError } from '../errors.js'
+import { Frontend } from './codes.js'
 
 /**
  * Receives complete frames. The body is `buf[start, end)`; the 5-byte header
@@ -119,8 +120,13 @@ export class FrameScanner {
   }
 }
 
+/** The unsigned big-endian 32-bit integer at `at`: a frame's length field, a startup packet's length and code. */
+function uint32At(buf: Uint8Array, at: number): number {
+  return ((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) >>> 0
+}
+
 function readLength(buf: Uint8Array, at: number): number {
-  const length = ((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) >>> 0
+  const length = uint32At(buf, at)
   if (length < 4 || length > 0x7fffffff) {
     throw new ProtocolError(`frame length ${length} is outside 4..2^31-1`, { code: 'BAD_FRAME' })
   }
@@ -168,7 +174,7 @@ export function validateFrontendFrames(message: Uint8Array, knownTypes: Readonly
         code: type === 0x58 /* X */ || type === 0x70 /* p */ ? 'UNEXPECTED_MESSAGE' : 'UNKNOWN_MESSAGE',
       })
     }
-    const length = ((message[i + 1]! << 24) | (message[i + 2]! << 16) | (message[i + 3]! << 8) | message[i + 4]!) >>> 0
+    const length = uint32At(message, i + 1)
     if (length < 4) {
       throw new ProtocolError(`frame length ${length} is below the 4-byte minimum (byte ${i})`, { code: 'BAD_FRAME' })
     }
@@ -191,10 +197,6 @@ export function validateFrontendFrames(message: Uint8Array, knownTypes: Readonly
   return unsynced
 }
 
-const COPY_DATA = 0x64 /* d */
-const COPY_DONE = 0x63 /* c */
-const COPY_FAIL = 0x66 /* f */
-
 /**
  * Checks COPY data handed to a COPY in the middle of its request: whole
  * CopyData frames, of lengths Postgres accepts, and nothing else but one
@@ -206,11 +208,11 @@ export function copyInData(bytes: Uint8Array): 'ends' | 'more' | undefined {
   while (at < bytes.length) {
     if (bytes.length - at < HEADER_BYTES) return undefined
     const type = bytes[at]!
-    const length = ((bytes[at + 1]! << 24) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 8) | bytes[at + 4]!) >>> 0
+    const length = uint32At(bytes, at + 1)
     if (length < 4 || length > maxFrontendMessageBytes(type) || at + 1 + length > bytes.length) return undefined
     at += 1 + length
-    if (type === COPY_DONE || type === COPY_FAIL) return at === bytes.length ? 'ends' : undefined
-    if (type !== COPY_DATA) return undefined
+    if (type === Frontend.CopyDone || type === Frontend.CopyFail) return at === bytes.length ? 'ends' : undefined
+    if (type !== Frontend.CopyData) return undefined
   }
   return at > 0 ? 'more' : undefined
 }
@@ -221,11 +223,11 @@ export function copyInData(bytes: Uint8Array): 'ends' | 'more' | undefined {
  */
 export function validateStartupPacket(packet: Uint8Array): void {
   if (packet.length < 9) throw new ProtocolError(`startup packet of ${packet.length} bytes is too short`, { code: 'BAD_FRAME' })
-  const length = ((packet[0]! << 24) | (packet[1]! << 16) | (packet[2]! << 8) | packet[3]!) >>> 0
+  const length = uint32At(packet, 0)
   if (length !== packet.length || length > 10000) {
     throw new ProtocolError(`startup packet length field ${length} does not match its ${packet.length} bytes`, { code: 'BAD_FRAME' })
   }
-  const code = ((packet[4]! << 24) | (packet[5]! << 16) | (packet[6]! << 8) | packet[7]!) >>> 0
+  const code = uint32At(packet, 4)
   if (code !== 196608) {
     throw new ProtocolError(`startup packet asks for protocol code ${code}; only 3.0 (196608) is served`, {
       code: 'UNEXPECTED_MESSAGE',
