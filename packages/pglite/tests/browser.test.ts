@@ -341,6 +341,16 @@ describe('browser build in Chromium', () => {
     }
   }, 180_000)
 
+  it('a table loaded past 32 MB on idb:// is dumped in the page and kept across a reopen', async () => {
+    const page = await openPage()
+    const big = await call(page, 'bigTable', `idb://big-${Date.now()}`, 40_000)
+    expect(big.tableBytes).toBeGreaterThan(40 * 1024 * 1024)
+    expect(big.dumpBytes).toBeGreaterThan(big.tableBytes)
+    expect(big.n).toBe(40_000)
+    expect(big.pad).toHaveLength(1024)
+    await page.close()
+  }, 180_000)
+
   it('a module worker runs idb:// across a reload, errors keep class and SQLSTATE, and nothing is logged', async () => {
     const page = await openPage()
     const logged: string[] = []
@@ -376,6 +386,9 @@ describe('browser build in Chromium', () => {
     expect(compacted).toMatchObject({ n: 15_001, last: 'after' })
     expect(compacted.files).toHaveLength(1)
     expect(compacted.files[0]!.name).toMatch(/^gen-([2-9]|\d\d+)$/)
+    // A table past 32 MB in one statement (MEMFS grows files that large differently).
+    expect(await call(page, 'opfsLoad', `${name}-load`, 40_000)).toEqual({ n: 40_000, bytes: expect.any(Number) })
+    expect((await call(page, 'opfsLoad', `${name}-load`, 0)).bytes).toBeGreaterThan(40 * 1024 * 1024)
     expect(await call(page, 'opfsOnPage', name)).toMatchObject({ name: 'EngineError', code: 'BAD_DATA_DIR', message: expect.stringMatching(/needs a dedicated worker/) })
     await page.close()
   }, 180_000)

@@ -225,10 +225,12 @@ const inPlace = new WeakSet<Uint8Array>()
  * commits memory as it grows, so later growth copies nothing and the file
  * holds no more than 8 MB it does not use. Never shrunk in place: views of
  * a snapshot's tree may point into it (the node is then flagged shared and
- * copied before its next write or resize).
+ * copied before its next write or resize). Node only: browsers' storage
+ * APIs refuse views of resizable buffers (an opfs-ahp:// database with a
+ * table past 32 MB could not be written), so there files grow by copying.
  */
 function growInPlace(node: FsNode, old: Uint8Array | null, capacity: number): boolean {
-  if (!canResize || capacity > IN_PLACE_MAX) return false
+  if (!canResize || !inNode || capacity > IN_PLACE_MAX) return false
   const size = Math.min(IN_PLACE_MAX, Math.ceil(capacity / IN_PLACE_STEP) * IN_PLACE_STEP)
   if (old && inPlace.has(old)) {
     ;(old.buffer as ResizableBuffer).resize(size)

@@ -33,6 +33,24 @@ const api = {
     return { setting, count: rows[0]!.n }
   },
 
+  /**
+   * A table loaded past 32 MB in one statement (MEMFS files that large grow
+   * differently), on `dataDir`: the row count after a reopen, and the size of
+   * a dump of it made in the page.
+   */
+  async bigTable(dataDir: string, rows: number) {
+    const db = await PGlite.create(dataDir)
+    await db.exec('create table big (id int primary key, pad text)')
+    await db.query("insert into big select g, repeat(md5(g::text), 32) from generate_series(1, $1::int) g", [rows])
+    const { rows: size } = await db.query<{ bytes: number }>("select pg_relation_size('big')::float8 as bytes")
+    const dump = await db.dumpDataDir('none')
+    await db.close()
+    const again = await PGlite.create(dataDir)
+    const { rows: back } = await again.query<{ n: number; pad: string }>('select count(*)::int as n, min(pad) as pad from big')
+    await again.close()
+    return { tableBytes: size[0]!.bytes, dumpBytes: dump.size, ...back[0]! }
+  },
+
   /** The side-module attack and the statements that used to end the engine, as page SQL would send them. */
   async hostileSql(module: number[]) {
     const db = await PGlite.create()
@@ -281,6 +299,19 @@ const api = {
       files.push({ name: key, size: (await handle.getFile()).size })
     }
     return { ...rows[0]!, files }
+  },
+
+  /** Loads `rows` rows of 1 kB in one statement through a worker on opfs-ahp://<name>; the count and table size a new worker reads. */
+  async opfsLoad(name: string, rows: number) {
+    const open = () => PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }), { dataDir: `opfs-ahp://${name}`, terminateOnClose: true })
+    const pg = await open()
+    await pg.exec('create table if not exists big (id int primary key, pad text)')
+    await pg.query('insert into big select g, repeat(md5(g::text), 32) from generate_series(1, $1::int) g', [rows])
+    await pg.close()
+    const again = await open()
+    const { rows: back } = await again.query<{ n: number; bytes: number }>("select count(*)::int as n, pg_relation_size('big')::float8 as bytes from big")
+    await again.close()
+    return back[0]!
   },
 
   /** Writes `values` through a worker on `dataDir` and leaves the database open (for a browser closed under it). */
