@@ -288,7 +288,7 @@ async function bulk(
   const cases = BULK_KINDS.flatMap((kind) => bulkRows(s.config.scale).map((rows) => ({ kind, rows, name: bulkCase(kind, rows) }))).filter((c) => s.wants(c.name))
   if (cases.length === 0) return
   s.notes.push(
-    `Bulk rows: one load per new process (not counting the start): COPY FROM of generated text (pgwasm and PGlite: a Blob through /dev/blob; native: a server-side file), or CREATE TABLE AS from generate_series, of rows of an int and 1,000 bytes. "${BULK_DIR}" loads into a new directory database; "${BULK_NATIVE}" into a new table of the native server; "${BULK_SERVER}" streams the same text in 64 kB CopyData frames over TCP to a pgwasm-server process serving an in-memory database (timed from the COPY's Query to its ReadyForQuery); "${BULK_NATIVE_STDIN}" is the same client and frames against the native server, which the "${BULK_NATIVE}" row's server-side file spares the transfer. The largest row count takes at most 2 samples.`,
+    `Bulk rows: one load per new process (not counting the start): COPY FROM of generated text (pgwasm and PGlite: a Blob through /dev/blob; native: a server-side file), or CREATE TABLE AS from generate_series, of rows of an int and 1,000 bytes. "${BULK_DIR}" loads into a new directory database; "${BULK_NATIVE}" into a new table of the native server; "${BULK_SERVER}" streams the same text in 64 kB CopyData frames over TCP to a pgwasm-server process serving an in-memory database (timed from the COPY's Query to its ReadyForQuery); "${BULK_NATIVE_STDIN}" is the same client and frames against the native server, which the "${BULK_NATIVE}" row's server-side file spares the transfer. The largest row count takes at most 2 samples. Samples are taken in rounds, one per path, so that a drift in the machine's speed reaches every path alike.`,
   )
   const ours = live.find((i) => i.key === 'ours')
   const pglite = live.find((i) => i.key === 'pglite')
@@ -318,26 +318,31 @@ async function bulk(
           ]
         : []),
     ]
-    for (const path of paths) {
-      const base = { case: c.name, path: path.label, side: path.side, unit: 'ms' as Unit, ...(path.side === 'anchor' ? { vs: 'pgwasm' } : {}) }
-      if (!path.args) {
-        s.mark({ ...base, status: 'skipped', reason: path.skip! })
-        continue
-      }
-      const values: number[] = []
-      let failure: string | undefined
-      for (let i = 0; i < n && failure === undefined; i++) {
+    // Rounds of one sample per path, not a path's samples back to back: this
+    // VM's cost of fresh memory drifts over minutes (the same load read 5.3 s
+    // and 7.6 s a quarter of an hour apart), and a drift must not land on one
+    // side of a ratio only. Every other round runs the paths in reverse, so
+    // that none always follows the same one (native's disk writes, say).
+    const runs = paths.map((path) => ({ path, values: [] as number[], failure: undefined as string | undefined }))
+    for (let i = 0; i < n; i++) {
+      for (const run of i % 2 === 0 ? runs : [...runs].reverse()) {
+        const { path } = run
+        if (!path.args || run.failure !== undefined) continue
         const args = path.label === BULK_DIR ? [...path.args, mkdtempSync(join(work, 'bulk-'))] : path.args
         const out = await spawn(args, BULK_TIMEOUT)
         try {
           if (!out.ok) throw new Error('exit')
-          values.push(...(JSON.parse(out.stdout.trim().split('\n').pop() ?? '') as { samples: number[] }).samples)
+          run.values.push(...(JSON.parse(out.stdout.trim().split('\n').pop() ?? '') as { samples: number[] }).samples)
         } catch {
-          failure = `child exited ${out.code}: ${out.stderr.trim().split('\n').slice(-3).join(' / ').slice(0, 300)}`
+          run.failure = `child exited ${out.code}: ${out.stderr.trim().split('\n').slice(-3).join(' / ').slice(0, 300)}`
         }
         if (path.label === BULK_DIR) rmSync(args[args.length - 1]!, { recursive: true, force: true })
       }
-      if (failure !== undefined) s.mark({ ...base, status: 'failed', reason: failure })
+    }
+    for (const { path, values, failure } of runs) {
+      const base = { case: c.name, path: path.label, side: path.side, unit: 'ms' as Unit, ...(path.side === 'anchor' ? { vs: 'pgwasm' } : {}) }
+      if (!path.args) s.mark({ ...base, status: 'skipped', reason: path.skip! })
+      else if (failure !== undefined) s.mark({ ...base, status: 'failed', reason: failure })
       else s.add({ ...base, samples: values })
     }
   }
