@@ -149,19 +149,51 @@ function installCopyOnWrite(mod: PostgresModule): void {
   const memfs = mod.MEMFS
   if (cowInstalled.has(memfs)) return
   cowInstalled.add(memfs)
+  const noSpace = noSpaceWhenOutOfMemory(mod.FS.ErrnoError)
   const wrap = (write: StreamWrite): StreamWrite =>
-    function (stream, buffer, offset, length, position, canOwn) {
+    noSpace(function (stream, buffer, offset, length, position, canOwn) {
       const node = stream.node
       if (node.pgwasmShared) {
         node.contents = copyWritten(node.contents as Uint8Array, node.usedBytes)
         node.pgwasmShared = false
       }
       return write(stream, buffer, offset, length, position, canOwn)
-    }
+    })
   memfs.stream_ops.write = wrap(memfs.stream_ops.write)
   if (memfs.ops_table) memfs.ops_table.file.stream.write = wrap(memfs.ops_table.file.stream.write)
-  memfs.expandFileStorage = expandFileStorage
-  memfs.resizeFileStorage = resizeFileStorage
+  memfs.expandFileStorage = noSpace(expandFileStorage)
+  memfs.resizeFileStorage = noSpace(resizeFileStorage)
+}
+
+/** Emscripten's errno for "No space left on device". */
+const ENOSPC = 51
+
+/**
+ * A file of an in-memory file system grows into new JS memory, and the
+ * runtime may refuse it (`RangeError: Array buffer allocation failed`:
+ * a browser tab's limit, an address-space limit). Thrown through the engine,
+ * that error aborted it and closed the instance, every table lost, for one
+ * statement that loaded too much. As ENOSPC, Postgres fails that statement
+ * (53100, "could not extend file ...: No space left on device") and goes on,
+ * as it does on a full disk. WAL that cannot grow still stops the engine, as
+ * a full WAL disk stops Postgres.
+ */
+function noSpaceWhenOutOfMemory(ErrnoError: new (errno: number) => Error) {
+  return <A extends unknown[], R>(fn: (...args: A) => R) =>
+    function (this: unknown, ...args: A): R {
+      try {
+        return fn.apply(this, args)
+      } catch (err) {
+        if (isOutOfMemory(err)) throw new ErrnoError(ENOSPC)
+        throw err
+      }
+    }
+}
+
+/** V8's and SpiderMonkey's ways of refusing an allocation. */
+function isOutOfMemory(err: unknown): boolean {
+  if (err instanceof RangeError) return /allocation failed|array buffer length|array length|out of memory/i.test(err.message)
+  return err instanceof Error && err.name === 'InternalError' && /memory|allocation/i.test(err.message)
 }
 
 /** Files double up to this size, then grow by half. */
