@@ -1,3 +1,4 @@
+import { inNode } from './engine/node-builtin.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { ContribExtension } from './extensions/contrib.js'
 import type { DataDirArchive } from './fs/dump.js'
@@ -197,10 +198,6 @@ const RELAXED_DISK_ARGS: readonly string[] = ['-c', 'synchronous_commit=off']
  */
 const BROWSER_ARGS: readonly string[] = ['-c', 'shared_buffers=16MB']
 
-function isNode(): boolean {
-  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
-}
-
 /** The smallest and largest buffer pool a directory database starts with (the largest is initdb's). */
 const DIRECTORY_POOL_MB = { min: 32, max: 128 }
 
@@ -223,10 +220,10 @@ export function directoryPoolMB(relationBytes: number): number {
  *   `postgresqlConf: { shared_buffers }` still wins.
  */
 export function startArgsFor(options: PGliteOptions, inMemory: boolean, relationBytes?: number): string[] {
-  const pool = !inMemory && relationBytes !== undefined && isNode() ? ['-c', `shared_buffers=${directoryPoolMB(relationBytes)}MB`] : []
+  const pool = !inMemory && relationBytes !== undefined && inNode ? ['-c', `shared_buffers=${directoryPoolMB(relationBytes)}MB`] : []
   const args = options.startParams
     ? options.startParams.filter((a) => a !== '--single')
-    : [...BASE_ARGS, ...(inMemory ? MEMORY_ARGS : options.relaxedDurability ? RELAXED_DISK_ARGS : []), ...(isNode() ? pool : BROWSER_ARGS)]
+    : [...BASE_ARGS, ...(inMemory ? MEMORY_ARGS : options.relaxedDurability ? RELAXED_DISK_ARGS : []), ...(inNode ? pool : BROWSER_ARGS)]
   // ALTER SYSTEM writes settings the next start reads: one statement could
   // leave a database that no longer opens (shared_buffers = '100GB'). Settings
   // come through the options instead; an explicit one below still wins.

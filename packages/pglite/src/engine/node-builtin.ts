@@ -1,3 +1,6 @@
+/** Whether this runs in Node (or a runtime that presents itself as Node). */
+export const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
+
 /**
  * A Node built-in module, looked up when called: the engine code is also
  * bundled for the browser, where a static `node:` import cannot stand. Only

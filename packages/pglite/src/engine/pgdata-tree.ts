@@ -1,4 +1,5 @@
 import type { EmscriptenFs, FsNode, MemFs, PostgresModule, StreamWrite } from './emscripten.js'
+import { inNode } from './node-builtin.js'
 
 /** One file or directory of a data directory, path relative to its root. */
 export interface TreeEntry {
@@ -120,11 +121,10 @@ const RESERVED_ZEROS_FROM = 1024 * 1024
  * array's memory comes from the allocator, which clears it again when it
  * reuses freed memory. A database's first write to the template's 16 MB WAL
  * segment (~1 MB of it written), once per test reset: ~1.2 -> ~0.75 ms.
- * Not in browsers: their storage APIs refuse views of resizable buffers
- * (an OPFS `FileSystemSyncAccessHandle.write` of the copied segment threw).
+ * Node only ({@link resizableFiles}).
  */
 function zeroedArray(length: number): Uint8Array {
-  if (canResize && inNode && length >= RESERVED_ZEROS_FROM) {
+  if (resizableFiles && length >= RESERVED_ZEROS_FROM) {
     try {
       return new Uint8Array(new (ArrayBuffer as unknown as ResizableBufferConstructor)(length, { maxByteLength: length }), 0, length)
     } catch {
@@ -149,48 +149,52 @@ function installCopyOnWrite(mod: PostgresModule): void {
   const memfs = mod.MEMFS
   if (cowInstalled.has(memfs)) return
   cowInstalled.add(memfs)
-  const noSpace = noSpaceWhenOutOfMemory(mod.FS.ErrnoError)
+  const noSpace = (err: unknown): unknown => (isOutOfMemory(err) ? new mod.FS.ErrnoError(ENOSPC) : err)
   const wrap = (write: StreamWrite): StreamWrite =>
-    noSpace(function (stream, buffer, offset, length, position, canOwn) {
-      const node = stream.node
-      if (node.pgwasmShared) {
-        node.contents = copyWritten(node.contents as Uint8Array, node.usedBytes)
-        node.pgwasmShared = false
+    function (stream, buffer, offset, length, position, canOwn) {
+      try {
+        const node = stream.node
+        if (node.pgwasmShared) {
+          node.contents = copyWritten(node.contents as Uint8Array, node.usedBytes)
+          node.pgwasmShared = false
+        }
+        return write(stream, buffer, offset, length, position, canOwn)
+      } catch (err) {
+        throw noSpace(err)
       }
-      return write(stream, buffer, offset, length, position, canOwn)
-    })
+    }
   memfs.stream_ops.write = wrap(memfs.stream_ops.write)
   if (memfs.ops_table) memfs.ops_table.file.stream.write = wrap(memfs.ops_table.file.stream.write)
-  memfs.expandFileStorage = noSpace(expandFileStorage)
-  memfs.resizeFileStorage = noSpace(resizeFileStorage)
+  memfs.expandFileStorage = (node, capacity) => {
+    try {
+      expandFileStorage(node, capacity)
+    } catch (err) {
+      throw noSpace(err)
+    }
+  }
+  memfs.resizeFileStorage = (node, size) => {
+    try {
+      resizeFileStorage(node, size)
+    } catch (err) {
+      throw noSpace(err)
+    }
+  }
 }
 
 /** Emscripten's errno for "No space left on device". */
 const ENOSPC = 51
 
 /**
- * A file of an in-memory file system grows into new JS memory, and the
- * runtime may refuse it (`RangeError: Array buffer allocation failed`:
- * a browser tab's limit, an address-space limit). Thrown through the engine,
- * that error aborted it and closed the instance, every table lost, for one
- * statement that loaded too much. As ENOSPC, Postgres fails that statement
- * (53100, "could not extend file ...: No space left on device") and goes on,
- * as it does on a full disk. WAL that cannot grow still stops the engine, as
- * a full WAL disk stops Postgres.
+ * V8's and SpiderMonkey's ways of refusing an allocation. A file of an
+ * in-memory file system grows into new JS memory, and the runtime may refuse
+ * it (`RangeError: Array buffer allocation failed`: a browser tab's limit,
+ * an address-space limit). Thrown through the engine, that error aborted it
+ * and closed the instance, every table lost, for one statement that loaded
+ * too much. As ENOSPC, Postgres fails that statement (53100, "could not
+ * extend file ...: No space left on device") and goes on, as it does on a
+ * full disk. WAL that cannot grow still stops the engine, as a full WAL disk
+ * stops Postgres.
  */
-function noSpaceWhenOutOfMemory(ErrnoError: new (errno: number) => Error) {
-  return <A extends unknown[], R>(fn: (...args: A) => R) =>
-    function (this: unknown, ...args: A): R {
-      try {
-        return fn.apply(this, args)
-      } catch (err) {
-        if (isOutOfMemory(err)) throw new ErrnoError(ENOSPC)
-        throw err
-      }
-    }
-}
-
-/** V8's and SpiderMonkey's ways of refusing an allocation. */
 function isOutOfMemory(err: unknown): boolean {
   if (err instanceof RangeError) return /allocation failed|array buffer length|array length|out of memory/i.test(err.message)
   return err instanceof Error && err.name === 'InternalError' && /memory|allocation/i.test(err.message)
@@ -243,8 +247,13 @@ const IN_PLACE_STEP = 8 * 1024 * 1024
 
 type ResizableBuffer = ArrayBuffer & { resize(length: number): void; readonly maxByteLength: number }
 type ResizableBufferConstructor = new (length: number, options: { maxByteLength: number }) => ResizableBuffer
-const canResize = typeof (ArrayBuffer.prototype as Partial<ResizableBuffer>).resize === 'function'
-const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
+/**
+ * Whether file contents may sit on resizable ArrayBuffers: in Node only, as
+ * browsers' storage APIs refuse views of them (an OPFS
+ * `FileSystemSyncAccessHandle.write` threw, and an opfs-ahp:// database with
+ * a table past 32 MB could not be written).
+ */
+const resizableFiles = inNode && typeof (ArrayBuffer.prototype as Partial<ResizableBuffer>).resize === 'function'
 
 /** Arrays made by {@link growInPlace}: views that track their buffer's length, seen by nobody else. */
 const inPlace = new WeakSet<Uint8Array>()
@@ -257,12 +266,11 @@ const inPlace = new WeakSet<Uint8Array>()
  * commits memory as it grows, so later growth copies nothing and the file
  * holds no more than 8 MB it does not use. Never shrunk in place: views of
  * a snapshot's tree may point into it (the node is then flagged shared and
- * copied before its next write or resize). Node only: browsers' storage
- * APIs refuse views of resizable buffers (an opfs-ahp:// database with a
- * table past 32 MB could not be written), so there files grow by copying.
+ * copied before its next write or resize). Node only
+ * ({@link resizableFiles}): in browsers files grow by copying.
  */
 function growInPlace(node: FsNode, old: Uint8Array | null, capacity: number): boolean {
-  if (!canResize || !inNode || capacity > IN_PLACE_MAX) return false
+  if (!resizableFiles || capacity > IN_PLACE_MAX) return false
   const size = Math.min(IN_PLACE_MAX, Math.ceil(capacity / IN_PLACE_STEP) * IN_PLACE_STEP)
   if (old && inPlace.has(old)) {
     ;(old.buffer as ResizableBuffer).resize(size)

@@ -2,6 +2,7 @@ import { collectGarbageNow, collectGarbageSoon } from './collect-garbage.js'
 import type { EngineAssets } from './assets.js'
 import { Backend, BlankModule, DEFAULT_MEMORY, type BackendOptions } from './backend.js'
 import { backendEnv } from './module.js'
+import { inNode } from './node-builtin.js'
 import type { PostgresModule } from './emscripten.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
@@ -357,12 +358,8 @@ function readOnce(id: string, cacheDir: string | false | undefined): Promise<Eng
 /** Bump when what a snapshot holds or how it is encoded changes. */
 const SNAPSHOT_FORMAT = 3
 
-function isNode(): boolean {
-  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
-}
-
 async function diskLocation(key: string, cacheDir: string | false | undefined): Promise<{ dir: string; file: string } | undefined> {
-  if (cacheDir === false || !isNode()) return undefined
+  if (cacheDir === false || !inNode) return undefined
   const disk = await import('./template-disk.js')
   const dir = cacheDir ?? (await disk.defaultCacheDir())
   return { dir, file: await disk.templatePath(dir, key, 'snapshot') }

@@ -1,6 +1,7 @@
 import type { EngineAssets } from './assets.js'
 import { withoutDataChecksums } from './control-file.js'
 import { INITDB_BASE_ARGS, runInitdb } from './initdb.js'
+import { inNode } from './node-builtin.js'
 import type { DataTree } from './pgdata-tree.js'
 import { packTar, unpackTar } from '../fs/tar.js'
 
@@ -62,7 +63,7 @@ async function loadOrBuild(
   cacheDirOption: string | false | undefined,
 ): Promise<DataTree> {
   if (args.length === 0 && assets.bundledTemplate) return assets.bundledTemplate()
-  if (cacheDirOption === false || !isNode()) return runInitdb(assets, args)
+  if (cacheDirOption === false || !inNode) return runInitdb(assets, args)
   const disk = await import('./template-disk.js')
   const dir = cacheDirOption ?? (await disk.defaultCacheDir())
   const file = await disk.templatePath(dir, id)
@@ -79,10 +80,6 @@ async function loadOrBuild(
     // An unwritable cache costs speed, not correctness.
   })
   return tree
-}
-
-function isNode(): boolean {
-  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 }
 
 /** For tests: forget the in-memory templates of this process. */

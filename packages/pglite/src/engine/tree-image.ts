@@ -1,5 +1,6 @@
 import { gunzip } from '../fs/gzip.js'
 import { isDirEntry, type DataTree, type TreeEntry } from './pgdata-tree.js'
+import { inNode } from './node-builtin.js'
 
 /**
  * A data tree as one byte array that is cheap to unpack: every file cut in
@@ -153,7 +154,7 @@ export async function unpackGzippedImage(gzipped: Uint8Array): Promise<DataTree>
  * between them (see {@link gunzipStream}).
  */
 export async function inflateGzip(gzipped: Uint8Array): Promise<Uint8Array> {
-  if (typeof DecompressionStream !== 'function' || typeof Response !== 'function' || isNode()) return gunzip(gzipped)
+  if (typeof DecompressionStream !== 'function' || typeof Response !== 'function' || inNode) return gunzip(gzipped)
   return new Uint8Array(await new Response(gunzipStream(gzipped)).arrayBuffer())
 }
 
@@ -196,6 +197,3 @@ function nextTask(): Promise<void> {
   })
 }
 
-function isNode(): boolean {
-  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
-}

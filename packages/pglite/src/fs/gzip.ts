@@ -3,14 +3,11 @@
  * the thread pool (a 40 MB directory would otherwise block the event loop for
  * hundreds of ms); elsewhere the standard `CompressionStream` does the work.
  */
+import { inNode } from '../engine/node-builtin.js'
 
 interface Zlib {
   gzip(input: Uint8Array, options: { level: number }, done: (err: Error | null, out: Uint8Array) => void): void
   gunzip(input: Uint8Array, done: (err: Error | null, out: Uint8Array) => void): void
-}
-
-function isNode(): boolean {
-  return typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 }
 
 let zlib: Promise<Zlib> | undefined
@@ -22,7 +19,7 @@ function nodeZlib(): Promise<Zlib> {
 
 /** Compresses `bytes` (level 6: a data directory is mostly zero pages, which any level shrinks). */
 export async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
-  if (isNode()) {
+  if (inNode) {
     const z = await nodeZlib()
     return new Promise((resolve, reject) => z.gzip(bytes, { level: 6 }, (err, out) => (err ? reject(err) : resolve(out))))
   }
@@ -31,7 +28,7 @@ export async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
 
 /** Decompresses a gzip stream; rejects on corrupt input. */
 export async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
-  if (isNode()) {
+  if (inNode) {
     const z = await nodeZlib()
     return new Promise((resolve, reject) => z.gunzip(bytes, (err, out) => (err ? reject(err) : resolve(out))))
   }
