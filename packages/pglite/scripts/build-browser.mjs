@@ -23,19 +23,22 @@ export default async function buildBrowser({ root, dist, entries }) {
     const maker = join(dist, '.make-template.mjs')
     await build({ entryPoints: [join(root, 'scripts', 'make-template.ts')], bundle: true, platform: 'node', format: 'esm', outfile: maker, packages: 'external', logLevel: 'warning' })
     const templateFile = join(work, 'template.pgwt.gz')
-    const made = execFileSync(process.execPath, [maker, templateFile], { cwd: root, encoding: 'utf8' })
+    const polledFile = join(work, 'pglite.polled.wasm')
+    const made = execFileSync(process.execPath, [maker, templateFile, polledFile], { cwd: root, encoding: 'utf8' })
     rmSync(maker)
-    const { engineVersion, arrayTypes, guardRecords } = JSON.parse(made.trim().split('\n').pop())
+    const { engineVersion, arrayTypes, guardRecords, interruptPollSlot } = JSON.parse(made.trim().split('\n').pop())
     // The Node build ships the same template (engine-files.ts), so a fresh
-    // install's first create() does not run initdb in the user's process.
+    // install's first create() does not run initdb in the user's process;
+    // and the rewritten engine binary, named for the engine version it was made from.
     const nodeTemplateDir = join(dist, 'engine')
     mkdirSync(nodeTemplateDir, { recursive: true })
+    copyFileSync(polledFile, join(nodeTemplateDir, `${engineVersion}.polled.wasm`))
     copyFileSync(templateFile, join(nodeTemplateDir, 'default-template.pgwt.gz'))
     writeFileSync(join(nodeTemplateDir, 'default-template.json'), `${JSON.stringify({ engineVersion, arrayTypes, guardRecords })}\n`)
 
     const assetDir = join(out, 'assets')
     mkdirSync(assetDir, { recursive: true })
-    const files = { 'pglite.wasm': join(engineDist, 'pglite.wasm'), 'pglite.data': join(engineDist, 'pglite.data'), 'initdb.wasm': join(engineDist, 'initdb.wasm'), 'template.pgwt.gz': templateFile }
+    const files = { 'pglite.wasm': polledFile, 'pglite.data': join(engineDist, 'pglite.data'), 'initdb.wasm': join(engineDist, 'initdb.wasm'), 'template.pgwt.gz': templateFile }
     const sizes = {}
     const gzipped = {}
     for (const [name, file] of Object.entries(files)) {
@@ -44,7 +47,7 @@ export default async function buildBrowser({ root, dist, entries }) {
       const bytes = readFileSync(file)
       gzipped[name] = (name.endsWith('.gz') ? bytes : gzipSync(bytes, { level: 9 })).toString('base64')
     }
-    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\nexport const arrayTypes = ${JSON.stringify(arrayTypes)}\nexport const guardRecords = ${JSON.stringify(guardRecords)}\n`)
+    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\nexport const arrayTypes = ${JSON.stringify(arrayTypes)}\nexport const guardRecords = ${JSON.stringify(guardRecords)}\nexport const interruptPollSlot = ${JSON.stringify(interruptPollSlot)}\n`)
     // One module per use: a reopen or a snapshot restore never parses the template's text.
     const groups = { core: ['pglite.wasm', 'pglite.data'], initdb: ['initdb.wasm'], template: ['template.pgwt.gz'] }
     for (const [group, names] of Object.entries(groups)) {

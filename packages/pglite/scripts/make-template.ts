@@ -1,6 +1,8 @@
 // Build step of the browser bundle: writes the default initdb result as a
-// gzipped tree image (tree-image.ts), so a page starts Postgres without running initdb (~1.5 s).
-import { writeFileSync } from 'node:fs'
+// gzipped tree image (tree-image.ts), so a page starts Postgres without running initdb (~1.5 s),
+// and the engine binary rewritten so that its interrupt checks poll the host.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { gzipSync } from 'node:zlib'
 import { loadAssets } from '../src/engine/assets.js'
 import type { DataTree } from '../src/engine/pgdata-tree.js'
@@ -9,6 +11,7 @@ import { PGlite } from '../src/pglite.js'
 import { builtinRecordsOf } from '../src/engine/client-functions.js'
 import { guardRecordsOf } from '../src/engine/session-guards.js'
 import { encodeTreeImage } from '../src/engine/tree-image.js'
+import { addInterruptPolls } from '../src/engine/interrupt-polls.js'
 
 /** ControlFileData offsets (PostgreSQL 18, src/include/catalog/pg_control.h); keep in sync with the engine's major version. */
 const STATE_OFFSET = 16
@@ -46,8 +49,11 @@ function withoutSpentWal(tree: DataTree): DataTree {
   })
 }
 
-const out = process.argv[2]
-if (!out) throw new Error('usage: make-template <out.pgwt.gz>')
+const [out, polledOut] = process.argv.slice(2)
+if (!out || !polledOut) throw new Error('usage: make-template <out.pgwt.gz> <out.polled.wasm>')
+// The engine binary with its interrupt checks polling the host (interrupt-polls.ts), shipped so no process rewrites it.
+const polled = addInterruptPolls(readFileSync(createRequire(import.meta.url).resolve('@electric-sql/pglite/pglite.wasm')))
+writeFileSync(polledOut, polled.bytes)
 const assets = await loadAssets()
 const tree = withoutSpentWal(await getTemplate(assets))
 writeFileSync(out, gzipSync(encodeTreeImage(tree), { level: 9 }))
@@ -60,4 +66,4 @@ const settings = guardRecordsOf(assets.pgliteModule)
 const builtins = builtinRecordsOf(assets.pgliteModule)
 if (!settings || !builtins) throw new Error('the engine located no guarded settings or built-in functions')
 const guardRecords = { ...settings, ...builtins }
-console.log(JSON.stringify({ engineVersion: assets.engineVersion, arrayTypes: rows, guardRecords }))
+console.log(JSON.stringify({ engineVersion: assets.engineVersion, arrayTypes: rows, guardRecords, interruptPollSlot: polled.pollSlot }))

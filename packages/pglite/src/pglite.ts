@@ -21,6 +21,7 @@ import { validateFrontendFrames, validateStartupPacket } from './protocol/frames
 import { ParsedHandler, RawAccumulator, RawHandler, RawNotifyHandler, type ProtocolHandler } from './protocol/handlers.js'
 import { MessageSink, type BackendMessage } from './protocol/message-sink.js'
 import type { Notification } from './protocol/messages.js'
+import { abortedError, stoppable, whileNotAborted, type TransactionOptions } from './query/abort.js'
 import { ExecQueue } from './query/queue.js'
 import type { DescribeQueryResult, QueryOptions, Results } from './query/results.js'
 import { QueryRunner } from './query/runner.js'
@@ -715,7 +716,9 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} when Postgres reports an error; the instance stays usable.
    */
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>> {
-    return this.#exclusive((_b, runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
+    return stoppable(options?.signal, (stopped) =>
+      this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, options?.signal, () => this.#runQuery<T>(runner, sql, params ?? [], options))),
+    )
   }
 
   /**
@@ -788,7 +791,9 @@ export class PGlite implements AsyncDisposable {
    * returns a result per statement.
    */
   exec(sql: string, options?: QueryOptions): Promise<Results[]> {
-    return this.#exclusive((_b, runner) => this.#runExec(runner, sql, options))
+    return stoppable(options?.signal, (stopped) =>
+      this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, options?.signal, () => this.#runExec(runner, sql, options))),
+    )
   }
 
   /** The parameter and result types of a statement, without running it. */
@@ -801,13 +806,19 @@ export class PGlite implements AsyncDisposable {
    * the callback returns and rolls back when it throws.
    * @throws {DatabaseError} code `25P02` when COMMIT found the transaction aborted.
    */
-  transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
-    return this.#exclusive(async (_backend, runner) => {
+  transaction<T>(callback: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    const signal = options?.signal
+    return stoppable(signal, (stopped) => this.#exclusive(async (backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runTransaction(runner, callback, signal))))
+  }
+
+  async #runTransaction<T>(runner: QueryRunner, callback: (tx: Transaction) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    {
       runner.exec('BEGIN', undefined)
       const txQueue = new ExecQueue()
       let closed = false
       const check = (): void => {
         if (closed) throw new ClosedError('Transaction is closed')
+        if (signal?.aborted) throw abortedError(signal)
       }
       const tx: Transaction = {
         query: (sql, params, options) =>
@@ -860,7 +871,7 @@ export class PGlite implements AsyncDisposable {
         }
         throw err
       }
-    })
+    }
   }
 
   /**

@@ -22,6 +22,8 @@ export interface EngineAssets {
   bundledArrayTypes?: readonly (readonly [number, number, string])[]
   /** Where the guarded settings' records are in this engine build, as the package build found them. */
   guardRecords?: GuardRecords
+  /** The function-table slot of the engine's interrupt poll (interrupt-polls.ts). */
+  interruptPollSlot: number
 }
 
 export { locateEngine, prefetchBundledTemplate } from './engine-files.js'
@@ -49,6 +51,7 @@ export function loadAssets(source: EngineSource = {}): Promise<EngineAssets> {
         bundledTemplate: files.bundledTemplate?.bind(files),
         bundledArrayTypes: files.bundledArrayTypes,
         guardRecords: files.guardRecords,
+        interruptPollSlot: files.interruptPollSlot,
       }
     })
     assets.catch(() => loaded.delete(key))

@@ -189,7 +189,7 @@ export class BlankModule {
     let blob: BlobDevice | undefined
     let created: PostgresModule | undefined
     const overrides = mountPath === undefined ? {} : nodeSyncOverrides(() => created)
-    const trust = new SideModuleTrust()
+    const trust = new SideModuleTrust(assets.interruptPollSlot)
     let guards: SessionGuards | undefined
     let clients: ClientFunctions | undefined
     const memory = createMemory(memoryBytes)

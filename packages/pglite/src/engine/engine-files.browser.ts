@@ -43,6 +43,8 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
     bundledTemplate: () => templateTree(source),
     bundledArrayTypes: manifest.arrayTypes,
     guardRecords: manifest.guardRecords,
+    // The build ships pglite.wasm already rewritten (interrupt-polls.ts).
+    interruptPollSlot: manifest.interruptPollSlot,
   }
 }
 

@@ -3,6 +3,7 @@ import { EngineError } from '../errors.js'
 import type { DataTree } from './pgdata-tree.js'
 import type { GuardRecords } from './session-guards.js'
 import { unpackGzippedImage } from './tree-image.js'
+import { addInterruptPolls, pollSlotOf } from './interrupt-polls.js'
 import { applyWasmTieringBudget } from './wasm-tiering.js'
 
 /**
@@ -22,6 +23,8 @@ export interface EngineFiles {
   readonly bundledArrayTypes?: readonly (readonly [number, number, string])[]
   /** Where the guarded settings' records are in this engine build (see session-guards.ts). */
   readonly guardRecords?: GuardRecords
+  /** The function-table slot of the engine's interrupt poll (interrupt-polls.ts). */
+  readonly interruptPollSlot: number
 }
 
 /**
@@ -86,7 +89,8 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
   applyWasmTieringBudget()
   // Compiling (~40 ms, on V8's background threads) starts as soon as the bytes
   // are in, while this thread loads the glue and the shipped template's manifest.
-  const compiling = read('pglite.wasm').then((bytes) => WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>))
+  const polled = readPolledEngine(engineVersion, read)
+  const compiling = polled.then(({ bytes }) => WebAssembly.compile(bytes))
   compiling.catch(() => {})
   const [data, glue] = await Promise.all([
     read('pglite.data'),
@@ -103,6 +107,7 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
   return {
     ...shipped,
     pgliteWasm: await compiling,
+    interruptPollSlot: (await polled).pollSlot,
     // The glue checks for a plain ArrayBuffer of the exact size: copy out of
     // Node's Buffer, which may be a view into a larger pool.
     pgliteData: data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer,
@@ -110,6 +115,32 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
     engineVersion,
     initdb,
   }
+}
+
+/**
+ * The engine binary with its interrupt checks polling the host
+ * (interrupt-polls.ts). The package build writes it beside the bundle for
+ * the engine version it was made from (scripts/make-polled-engine.ts), so
+ * an installed package reads it as is; running from source, or beside
+ * another engine version, the rewrite is done here (about 8 ms).
+ */
+async function readPolledEngine(engineVersion: string, read: (name: string) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array<ArrayBuffer>; pollSlot: number }> {
+  const { readFile } = await import('node:fs/promises')
+  const { fileURLToPath } = await import('node:url')
+  const shipped = await readFile(fileURLToPath(new URL(polledEngineFile(engineVersion), import.meta.url))).catch(() => undefined)
+  const pollSlot = shipped && pollSlotOf(shipped)
+  if (shipped && pollSlot !== undefined) return { bytes: shipped as Uint8Array<ArrayBuffer>, pollSlot }
+  try {
+    return addInterruptPolls(await read('pglite.wasm'))
+  } catch (cause) {
+    if (cause instanceof EngineError) throw cause
+    throw new EngineError('the engine binary is not shaped as pgwasm expects: its interrupt checks cannot be made to poll', { code: 'ASSET_MISSING', cause })
+  }
+}
+
+/** Where the package build puts the rewritten engine binary, relative to the bundle. */
+export function polledEngineFile(engineVersion: string): string {
+  return `./engine/${engineVersion}.polled.wasm`
 }
 
 /** Where the package build puts the default template (scripts/build-browser.mjs): dist/engine/ beside the bundle. */

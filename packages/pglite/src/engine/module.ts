@@ -166,11 +166,11 @@ export function installFastPreload(m: PostgresModule): void {
     const slash = path.lastIndexOf('/')
     const parent = dirNode(slash === 0 ? '/' : path.slice(0, slash))
     const node = parent.node_ops.mknod(parent, path.slice(slash + 1), S_IFREG | PRELOADED_MODE, 0)
-    node.contents = data
-    node.usedBytes = data.byteLength
+    const contents = path.endsWith('.so') ? sideModuleTrust(m).admit(data) : data
+    node.contents = contents
+    node.usedBytes = contents.byteLength
     // Every module shares these bytes: a write must copy first (pgdata-tree.ts).
     node.pgwasmShared = true
-    if (path.endsWith('.so')) sideModuleTrust(m).trustBytes(data)
   }
 }
 

@@ -1,4 +1,5 @@
 import type { PostgresModule } from './emscripten.js'
+import { pollingSideModule } from './interrupt-polls.js'
 
 /**
  * Which side modules (`.so` files) the engine may load. Emscripten's loader
@@ -11,6 +12,13 @@ import type { PostgresModule } from './emscripten.js'
  * (the loader then uses the preloaded instance and never reads the file).
  */
 export class SideModuleTrust {
+  /**
+   * @param pollSlot the function-table slot of the engine's interrupt poll
+   *   (interrupt-polls.ts): side modules the host admits are rewritten to
+   *   call it, so that their loops can be stopped too.
+   */
+  constructor(readonly pollSlot?: number) {}
+
   /** Trusted module bytes, by length: a candidate is compared byte for byte. */
   readonly #bySize = new Map<number, Uint8Array[]>()
   /** Paths whose module the glue instantiated at preload time. */
@@ -21,6 +29,16 @@ export class SideModuleTrust {
     const same = this.#bySize.get(bytes.byteLength)
     if (!same) this.#bySize.set(bytes.byteLength, [bytes])
     else if (!same.some((b) => equalBytes(b, bytes))) same.push(bytes)
+  }
+
+  /**
+   * The bytes to install for a side module the host ships or was given:
+   * with its interrupt checks polling the engine's host, and trusted.
+   */
+  admit(bytes: Uint8Array): Uint8Array {
+    const admitted = this.pollSlot === undefined ? bytes : pollingSideModule(bytes, this.pollSlot)
+    this.trustBytes(admitted)
+    return admitted
   }
 
   /** Trusts the preloaded instance the glue keeps under `path`. */

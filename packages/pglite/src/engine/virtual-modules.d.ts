@@ -7,6 +7,8 @@ declare module 'pgwasm:engine-manifest' {
   export const arrayTypes: readonly (readonly [number, number, string])[]
   /** Where the guarded settings' records are in the engine (session-guards.ts). */
   export const guardRecords: Readonly<Record<string, number>>
+  /** The function-table slot of the interrupt poll in the shipped, rewritten pglite.wasm (interrupt-polls.ts). */
+  export const interruptPollSlot: number
 }
 // Each asset gzipped, base64 (the template's gzip is the asset itself, base64 only).
 declare module 'pgwasm:engine-core' {

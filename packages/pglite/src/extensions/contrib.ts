@@ -133,11 +133,12 @@ export async function installContrib(mod: PostgresModule, contrib: readonly Cont
 
 function preload(mod: PostgresModule, dir: string, name: string, data: Uint8Array): Promise<void> {
   const fs = mod.FS as unknown as PreloadFs & PostgresModule['FS']
-  // The glue may keep the array (canOwn): hand it a copy, never the cached bundle.
-  const bytes = new Uint8Array(data)
   const trust = sideModuleTrust(mod)
-  // The bundle's own bytes, not the array the file system may go on to write into.
-  trust.trustBytes(new Uint8Array(data))
+  // Trusted as admitted (the bundle's bytes, rewritten to poll), not as the
+  // array the file system may go on to write into.
+  const admitted = trust.admit(data)
+  // The glue may keep the array (canOwn): hand it a copy, never the cached bundle.
+  const bytes = new Uint8Array(admitted)
   return new Promise<void>((resolve) => {
     const loaded = (): void => {
       trust.trustPreloaded(`${dir}/${name}`)

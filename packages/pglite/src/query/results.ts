@@ -36,6 +36,18 @@ export interface QueryOptions {
   onNotice?: (notice: Notice) => void
   /** Parameter type OIDs, when the server should not infer them. */
   paramTypes?: number[]
+  /**
+   * Stops the call when aborted: a statement that runs is canceled where
+   * Postgres checks for interrupts (even one that only computes), its
+   * transaction rolls back, and the call rejects with a `DatabaseError` of
+   * code `57014`, as for a CancelRequest; a call still waiting for its turn
+   * rejects the same way without running. Only code that runs can abort a
+   * signal: on the thread that runs the engine, nothing else runs while a
+   * statement does, so there `statement_timeout` is what stops one that
+   * takes too long (a signal aborted from elsewhere still stops it: from
+   * the page or thread that talks to a worker's engine).
+   */
+  signal?: AbortSignal
 }
 
 export interface DescribeQueryResult {
