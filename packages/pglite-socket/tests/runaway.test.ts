@@ -1,0 +1,117 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Cli, backendKey, sendCancelRequest, within } from './helpers.js'
+
+/*
+ * Statements that compute without calling out of the engine (issue
+ * "runaway statements"): through the server, statement_timeout, a
+ * CancelRequest and --max-statement-time each stop them with 57014, where
+ * before the server spun until it was killed. The server runs as the CLI
+ * in its own process: the engine holds its thread while a statement runs.
+ */
+
+/** The four shapes of a runaway statement (the same as the core's tests); each runs for minutes or forever. */
+const RUNAWAYS: Readonly<Record<string, string>> = {
+  'a 3-way cross join': 'select count(*) from t a, t b, t c',
+  'an endless PL/pgSQL loop': 'do $$ begin loop end loop; end $$',
+  'a recursive CTE that never ends': 'with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r where n < 0',
+  'a catastrophic regex': `select repeat('a', 999) ~ '^(a*)(a*)(a*)\\1\\2\\3\\1\\2\\3\\1x?$'`,
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** What `promise` rejected with, or undefined when it resolved. */
+function outcome(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (err: unknown) => err,
+  )
+}
+
+describe('runaway statements through the server', () => {
+  const LIMIT_MS = 1500
+  let cli: Cli
+  let url: string
+  let port: number
+
+  beforeAll(async () => {
+    cli = new Cli(['--port', '0', '--max-statement-time', String(LIMIT_MS)])
+    url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+    port = Number(new URL(url).port)
+    const setup = new pg.Client({ connectionString: url })
+    await setup.connect()
+    await setup.query('create table t as select g from generate_series(1, 1000) g')
+    await setup.end()
+  }, 120_000)
+
+  afterAll(() => cli?.kill())
+
+  async function client(): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: url })
+    c.on('error', () => {})
+    await c.connect()
+    return c
+  }
+
+  /** The client (and so the server) answers afterwards, the table intact. */
+  async function answers(c: pg.Client): Promise<void> {
+    expect((await c.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
+  }
+
+  for (const [name, sql] of Object.entries(RUNAWAYS)) {
+    it(`stops ${name} by statement_timeout, by a CancelRequest and by --max-statement-time, each with 57014`, async () => {
+      const c = await client()
+      try {
+        await c.query(`set statement_timeout = '200ms'`)
+        expect(await within(outcome(c.query(sql)), 20_000, 'the timed-out statement')).toMatchObject({
+          code: '57014',
+          message: 'canceling statement due to statement timeout',
+        })
+        await answers(c)
+        await c.query('reset statement_timeout')
+
+        const running = outcome(c.query(sql))
+        await sleep(300)
+        const { processId, secret } = backendKey(c)
+        await sendCancelRequest(port, processId, secret)
+        expect(await within(running, 20_000, 'the canceled statement')).toMatchObject({ code: '57014' })
+        await answers(c)
+
+        const started = performance.now()
+        expect(await within(outcome(c.query(sql)), 20_000, 'the statement past the server limit')).toMatchObject({ code: '57014' })
+        expect(performance.now() - started).toBeGreaterThanOrEqual(LIMIT_MS - 50)
+        await answers(c)
+      } finally {
+        await c.end()
+      }
+    })
+  }
+})
+
+describe('a server killed while a statement runs', () => {
+  it('leaves nothing behind: a new server on the same port serves at once', async () => {
+    const first = new Cli(['--port', '0'])
+    try {
+      const url = (await first.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+      const c = new pg.Client({ connectionString: url })
+      c.on('error', () => {})
+      await c.connect()
+      void outcome(c.query('do $$ begin loop end loop; end $$'))
+      await sleep(300)
+      first.child.kill('SIGKILL')
+      await first.exited
+      const second = new Cli(['--port', new URL(url).port])
+      try {
+        await within(second.waitFor(/serving .* at (postgresql:\/\/\S+)/), 20_000, `the second server (stderr: ${second.stderr})`)
+        const d = new pg.Client({ connectionString: url })
+        await d.connect()
+        expect((await d.query('select 6 * 7 as n')).rows).toEqual([{ n: 42 }])
+        await d.end()
+      } finally {
+        second.kill()
+      }
+    } finally {
+      first.kill()
+    }
+  })
+})
