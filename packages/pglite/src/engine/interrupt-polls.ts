@@ -141,6 +141,11 @@ class Reader {
   }
 }
 
+function wasmName(text: string): number[] {
+  const bytes = new TextEncoder().encode(text)
+  return [...uleb(bytes.length), ...bytes]
+}
+
 function uleb(value: number): number[] {
   const out: number[] = []
   do {
@@ -182,6 +187,7 @@ function sections(bytes: Uint8Array): Section[] {
 interface Imports {
   functions: number
   globals: number
+  tables: number
   /** Function index of an imported function, by `module.field`. */
   functionIndex: Map<string, number>
   /** Global index of an imported global, by `module.field`. */
@@ -189,7 +195,7 @@ interface Imports {
 }
 
 function readImports(bytes: Uint8Array, section: Section | undefined): Imports {
-  const found: Imports = { functions: 0, globals: 0, functionIndex: new Map(), globalIndex: new Map() }
+  const found: Imports = { functions: 0, globals: 0, tables: 0, functionIndex: new Map(), globalIndex: new Map() }
   if (!section) return found
   const reader = new Reader(bytes, section.start)
   for (let n = reader.uleb(); n > 0; n--) {
@@ -199,7 +205,10 @@ function readImports(bytes: Uint8Array, section: Section | undefined): Imports {
       reader.uleb()
       found.functionIndex.set(name, found.functions++)
     } else if (kind === 1 || kind === 2) {
-      if (kind === 1) reader.u8()
+      if (kind === 1) {
+        reader.u8()
+        found.tables++
+      }
       const flags = reader.uleb()
       reader.uleb()
       if (flags & 1) reader.uleb()
@@ -410,7 +419,7 @@ function rewriteSideModule(input: Uint8Array, pollSlot: number): Uint8Array {
   const types = find(SECTION_TYPE)
   const functions = find(SECTION_FUNCTION)
   const code = find(SECTION_CODE)
-  if (flag === undefined || !types || !functions || !code) return input
+  if (flag === undefined || !types || !functions || !code || find(SECTION_TABLE)) return input
   const read = [GLOBAL_GET, ...uleb(flag), ...LOAD_ALIGNED]
   const pollFunction = imports.functions + countOf(input, functions)
   const call = [CALL, ...uleb(pollFunction)]
@@ -418,15 +427,17 @@ function rewriteSideModule(input: Uint8Array, pollSlot: number): Uint8Array {
   const typeIndex = countOf(input, types)
   // i32.const pollSlot; call_indirect (type () -> i32) (table 0)
   const body = functionBody([I32_CONST, ...sleb32(pollSlot), CALL_INDIRECT, ...uleb(typeIndex), 0])
-  const { bytes, code: entries } = rebuild(
-    input,
-    list,
-    new Map([
-      [SECTION_TYPE, grown(input, types, RETURNS_I32)],
-      [SECTION_FUNCTION, grown(input, functions, uleb(typeIndex))],
-      [SECTION_CODE, grown(input, code, body)],
-    ]),
-  )
+  const replacements = new Map([
+    [SECTION_TYPE, grown(input, types, RETURNS_I32)],
+    [SECTION_FUNCTION, grown(input, functions, uleb(typeIndex))],
+    [SECTION_CODE, grown(input, code, body)],
+  ])
+  // A module with no function pointers of its own does not import the table: it
+  // gets the import (table 0: no other index moves), which the loader answers
+  // with the engine's table as for any side module.
+  const imported = find(SECTION_IMPORT)
+  if (imports.tables === 0 && imported) replacements.set(SECTION_IMPORT, grown(input, imported, [...wasmName('env'), ...wasmName('__indirect_function_table'), 1, 0x70, 0, 0]))
+  const { bytes, code: entries } = rebuild(input, list, replacements)
   return patchReads(entries, read, call) === 0 ? input : bytes
 }
 
