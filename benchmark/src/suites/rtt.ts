@@ -11,6 +11,7 @@ import {
 import { errorText, timeInterleaved, totalCalls, type SuiteRun, type TimedPath } from '../harness.js'
 import { bindDescribeExecuteSync, parseNamed, ReplyScanner } from '../protocol.js'
 import { randomLetters, rng } from '../rng.js'
+import { addStopRows, STOP_CASES } from './stop-latency.js'
 
 /**
  * PGlite's published RTT families: one statement per call, timed from call
@@ -85,7 +86,7 @@ function buildOps(calls: number): { ops: Op[]; families: Family[] } {
 }
 
 /** Every case and path the suite reports (the test checks all of them are present). */
-export const RTT_CASES = buildOps(1).ops.map((o) => o.case)
+export const RTT_CASES = [...buildOps(1).ops.map((o) => o.case), ...STOP_CASES]
 export const RTT_PATHS = [
   'pgwasm query()',
   'pgwasm exec()',
@@ -238,7 +239,7 @@ export async function run(s: SuiteRun): Promise<void> {
   )
   const { ops, families } = buildOps(calls)
   const wanted = ops.filter((o) => s.wants(o.case))
-  if (wanted.length === 0) return
+  if (wanted.length === 0 && !STOP_CASES.some((c) => s.wants(c))) return
 
   const drivers: Driver[] = []
   const skipped: { path: string; side: 'ours' | 'anchor'; vs?: string; reason: string }[] = []
@@ -313,6 +314,8 @@ export async function run(s: SuiteRun): Promise<void> {
       s.mark({ case: op.case, path: k.path, side: k.side, unit: 'ms', status: 'skipped', reason: k.reason, ...(k.vs ? { vs: k.vs } : {}) })
     }
   }
+  // Before the drivers close: the native one ends its client.
+  await addStopRows(s, impls[0]!.ok ? impls[0]!.value : undefined, native.ok ? native.value : undefined, RTT_PATHS)
   for (const d of drivers) await d.close().catch(() => {})
 
   s.ratio('query/raw: 100-row select, pgwasm query() / pgwasm raw stream', { case: SELECT_100, path: 'pgwasm query()' }, { case: SELECT_100, path: 'pgwasm raw stream' })

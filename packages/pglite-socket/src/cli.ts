@@ -25,6 +25,11 @@ Options:
                            cancel a client's request that runs longer (57014),
                            whatever its own statement_timeout; 0: no limit
                            (default 0)
+  --max-memory <size>      the most the engine may hold in memory, its heap and
+                           its in-memory files together: bytes, or a number
+                           with kB, MB or GB; a statement that needs more
+                           fails (53200 or 53100) and the others go on
+                           (default 4GB)
   --max-copy-bytes <size>  COPY FROM STDIN data one client may send before
                            CopyDone, held in memory until then: bytes, or a
                            number with kB, MB or GB (default 256MB)
@@ -65,6 +70,7 @@ async function main(): Promise<number> {
         'authentication-timeout': { type: 'string', default: '60000' },
         'max-statement-time': { type: 'string', default: '0' },
         'max-copy-bytes': { type: 'string', default: '256MB' },
+        'max-memory': { type: 'string', default: '4GB' },
         'copy-stall-timeout': { type: 'string', default: '5000' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
@@ -99,6 +105,8 @@ async function main(): Promise<number> {
   }
   const maxCopyBytes = byteSize(args['max-copy-bytes'])
   if (maxCopyBytes === undefined) return usage(`--max-copy-bytes must be a whole number of bytes, kB, MB or GB, got ${args['max-copy-bytes']}`)
+  const maxMemory = byteSize(args['max-memory'])
+  if (!maxMemory) return usage(`--max-memory must be a positive whole number of bytes, kB, MB or GB, got ${args['max-memory']}`)
   const copyStallMs = Number(args['copy-stall-timeout'])
   if (!Number.isInteger(copyStallMs) || copyStallMs < 0) {
     return usage(`--copy-stall-timeout must be a whole number of ms >= 0, got ${args['copy-stall-timeout']}`)
@@ -110,7 +118,7 @@ async function main(): Promise<number> {
   if (!args['no-cancel-running']) void CancelHelper.shared()
   let db: PGlite
   try {
-    db = await PGlite.create(args.db)
+    db = await PGlite.create(args.db, { maxMemory })
   } catch (err) {
     console.error(`pgwasm-server: cannot open the database ${args.db}: ${err instanceof Error ? err.message : String(err)}`)
     return 1

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Cli, backendKey, sendCancelRequest, within } from './helpers.js'
@@ -113,5 +114,69 @@ describe('a server killed while a statement runs', () => {
     } finally {
       first.kill()
     }
+  })
+})
+
+describe('a memory ceiling through the server', () => {
+  const MAX_MB = 256
+  let cli: Cli
+  let url: string
+  beforeAll(async () => {
+    cli = new Cli(['--port', '0', '--max-memory', `${MAX_MB}MB`])
+    url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+    const setup = new pg.Client({ connectionString: url })
+    await setup.connect()
+    await setup.query('create table t as select g from generate_series(1, 1000) g')
+    await setup.end()
+  }, 120_000)
+  afterAll(() => cli?.kill())
+
+  it('fails the hostile client with 53200 or 53100 (heap, temporary files, a table, /tmp) while the others carry on without an error, the data intact and the peak RSS bounded', async () => {
+    const hostile = new pg.Client({ connectionString: url })
+    await hostile.connect()
+    const others = await Promise.all([1, 2, 3].map(async () => {
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      return c
+    }))
+    let done = false
+    const errors: unknown[] = []
+    let answered = 0
+    const workload = others.map(async (c, i) => {
+      while (!done) {
+        try {
+          const { rows } = await c.query('select count(*)::int as n, $1::int as i from t', [i])
+          expect(rows).toEqual([{ n: 1000, i }])
+          answered++
+        } catch (err) {
+          errors.push(err)
+        }
+      }
+    })
+    try {
+      for (let round = 0; round < 2; round++) {
+        for (const [sql, code] of [
+          [`select length(repeat(md5('x'), 10000000))`, '53200'],
+          ['select array_length(array_agg(g), 1) from generate_series(1, 100000000) g', '53100'],
+          [`create table junk as select repeat(md5(g::text), 32) as s from generate_series(1, 5000000) g`, '53100'],
+          [`copy (select repeat(md5(g::text), 32) from generate_series(1, 5000000) g) to '/tmp/big'`, '53100'],
+          [`select count(*) from (select g from generate_series(1, 30000000) g order by g desc) s`, '53100'],
+        ]) {
+          expect(await within(outcome(hostile.query(sql)), 60_000, sql!), sql).toMatchObject({ code })
+        }
+      }
+    } finally {
+      done = true
+      await Promise.all(workload)
+    }
+    expect(errors).toEqual([])
+    expect(answered).toBeGreaterThan(0)
+    expect((await hostile.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
+    expect((await hostile.query(`select to_regclass('junk') as junk`)).rows).toEqual([{ junk: null }])
+    // Without the ceiling this server grew past 1.8 GB; with it: the ceiling, its margin (96 MB for the heap,
+    // 32 MB per growing file) and the server's own ~150 MB (Node, the engine's code, the shared template).
+    const peakKb = Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${cli.child.pid}/status`, 'utf8'))?.[1])
+    expect(peakKb / 1024).toBeLessThan(MAX_MB + 96 + 64 + 300)
+    await Promise.all([hostile, ...others].map((c) => c.end()))
   })
 })

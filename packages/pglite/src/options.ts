@@ -74,6 +74,20 @@ export interface PGliteOptions {
   debug?: 0 | 1 | 2 | 3 | 4 | 5
   /** Initial WASM memory in bytes. @default 128 MiB */
   initialMemory?: number
+  /**
+   * The most bytes the engine may hold in memory: its heap (the WASM
+   * memory: sorts, hashes, arrays, results being built) and its in-memory
+   * files together (an in-memory database's tables and indexes, temporary
+   * files, `/tmp`; not WAL, which checkpoints bound). A statement that
+   * needs more fails as on a server that ran out of memory or disk
+   * (`53200 out of memory`, or `53100` for a file), its transaction rolls
+   * back, and the instance goes on. Each growth is checked against the
+   * limit; what it then allocates may exceed the request (the heap by up
+   * to 20%, at most 96 MiB; a file by up to 32 MiB): that is the margin.
+   * A heap that already is larger is not shrunk.
+   * @default no limit (the build's heap stops at 2 GiB)
+   */
+  maxMemory?: number
   /** Replaces the default Postgres command-line arguments (after `--single`). */
   startParams?: string[]
   /** Server settings, as `postgresql.conf` lines or a name/value map; passed as `-c` options. */

@@ -228,6 +228,9 @@ export class PGlite implements AsyncDisposable {
    */
   constructor(dataDir?: string | PGliteOptions, options?: PGliteOptions) {
     const opts = withFsDataDir(resolveDataDirOptions<PGliteOptions>(dataDir, options))
+    if (opts.maxMemory !== undefined && !(Number.isSafeInteger(opts.maxMemory) && opts.maxMemory > 0)) {
+      throw new RangeError(`\`maxMemory\` must be a positive whole number of bytes, got ${String(opts.maxMemory)}`)
+    }
     this.#options = opts
     this.dataDir = opts.dataDir
     this.debug = opts.debug ?? 0
@@ -535,6 +538,7 @@ export class PGlite implements AsyncDisposable {
   #attach(backend: Backend): QueryRunner {
     const opts = this.#options
     this.#backend = backend
+    backend.memoryLimit = opts.maxMemory
     this.#runner = new QueryRunner(
       backend,
       { afterExec: (c, o) => this.#afterExec(c, o) },
@@ -716,9 +720,10 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} when Postgres reports an error; the instance stays usable.
    */
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>> {
-    return stoppable(options?.signal, (stopped) =>
-      this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, options?.signal, () => this.#runQuery<T>(runner, sql, params ?? [], options))),
-    )
+    const signal = options?.signal
+    // Without a signal, the call costs what it always did: no wrapper, no extra promise.
+    if (!signal) return this.#exclusive((_b, runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
+    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runQuery<T>(runner, sql, params ?? [], options))))
   }
 
   /**
@@ -791,9 +796,9 @@ export class PGlite implements AsyncDisposable {
    * returns a result per statement.
    */
   exec(sql: string, options?: QueryOptions): Promise<Results[]> {
-    return stoppable(options?.signal, (stopped) =>
-      this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, options?.signal, () => this.#runExec(runner, sql, options))),
-    )
+    const signal = options?.signal
+    if (!signal) return this.#exclusive((_b, runner) => this.#runExec(runner, sql, options))
+    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runExec(runner, sql, options))))
   }
 
   /** The parameter and result types of a statement, without running it. */
@@ -808,7 +813,8 @@ export class PGlite implements AsyncDisposable {
    */
   transaction<T>(callback: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const signal = options?.signal
-    return stoppable(signal, (stopped) => this.#exclusive(async (backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runTransaction(runner, callback, signal))))
+    if (!signal) return this.#exclusive((_b, runner) => this.#runTransaction(runner, callback, undefined))
+    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runTransaction(runner, callback, signal))))
   }
 
   async #runTransaction<T>(runner: QueryRunner, callback: (tx: Transaction) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {

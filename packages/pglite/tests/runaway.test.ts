@@ -94,3 +94,42 @@ describe('runaway statements in process', () => {
     await usable()
   })
 })
+
+describe('a memory ceiling in process', () => {
+  const MAX = 256 * 1024 * 1024
+  let db: PGlite
+  beforeAll(async () => {
+    db = await PGlite.create({ maxMemory: MAX })
+    await db.exec('create table t as select g from generate_series(1, 1000) g')
+  })
+  afterAll(async () => {
+    await db.close()
+  })
+
+  it('fails statements that need more heap or more in-memory file space with 53200 or 53100, rolls them back, and the instance goes on', async () => {
+    const hostile: [sql: string, code: string, message: RegExp][] = [
+      [`select length(repeat(md5('x'), 10000000))`, '53200', /^out of memory$/],
+      // The series spills to a temporary file before the array outgrows the heap.
+      ['select array_length(array_agg(g), 1) from generate_series(1, 100000000) g', '53100', /^could not write to file "base\/pgsql_tmp\/.*": No space left on device$/],
+      [`create table junk as select repeat(md5(g::text), 32) as s from generate_series(1, 5000000) g`, '53100', /^could not extend file .*: No space left on device$/],
+      [`copy (select repeat(md5(g::text), 32) from generate_series(1, 5000000) g) to '/tmp/big'`, '53100', /^could not write to COPY file: No space left on device$/],
+    ]
+    for (const [sql, code, message] of hostile) {
+      const err = await failure(db.query(sql))
+      expect(err.code, sql).toBe(code)
+      expect(err.message, sql).toMatch(message)
+      expect((await db.query<{ n: number }>('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
+    }
+    expect((await db.query(`select to_regclass('junk') as junk`)).rows).toEqual([{ junk: null }])
+    // The heap stays within the ceiling and its documented margin (20%, at most 96 MiB).
+    expect(db.Module.HEAPU8.byteLength).toBeLessThanOrEqual(MAX + 96 * 1024 * 1024)
+    // Space freed by a failed statement is there for the next one.
+    await db.exec('create table ok as select g from generate_series(1, 100000) g; drop table ok')
+  })
+
+  it('refuses a maxMemory that is not a positive whole number of bytes', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => new PGlite({ maxMemory: bad }), String(bad)).toThrow(RangeError)
+    }
+  })
+})

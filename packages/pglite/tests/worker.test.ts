@@ -134,6 +134,26 @@ describe('PGliteWorker results', () => {
     expect((await pg.query('select * from w_copy')).rows).toEqual([{ id: 7, name: 'seven' }])
   })
 
+  it('stops a statement that computes in the worker when the page aborts its signal (57014), and one whose signal was aborted before the call', async () => {
+    await pg.exec('create table w_runaway as select g from generate_series(1, 1000) g')
+    for (const [sql, call] of [
+      ['select count(*) from w_runaway a, w_runaway b, w_runaway c', 'query'],
+      ['do $$ begin loop end loop; end $$', 'exec'],
+    ] as const) {
+      const controller = new AbortController()
+      const running = call === 'query' ? pg.query(sql, [], { signal: controller.signal }) : pg.exec(sql, { signal: controller.signal })
+      // The page is free while the worker's engine computes: this timer fires.
+      setTimeout(() => controller.abort(), 200)
+      expect(await rejection(running), sql).toMatchObject({ code: '57014', message: 'canceling statement due to user request' })
+      expect((await pg.query('select count(*)::int as n from w_runaway')).rows).toEqual([{ n: 1000 }])
+    }
+    const before = new AbortController()
+    before.abort()
+    expect(await rejection(pg.query('insert into w_runaway values (0)', [], { signal: before.signal }))).toMatchObject({ code: '57014' })
+    expect((await pg.query('select count(*)::int as n from w_runaway')).rows).toEqual([{ n: 1000 }])
+    await pg.exec('drop table w_runaway')
+  })
+
   it('hands the notices of a statement to its onNotice', async () => {
     const notices: string[] = []
     await pg.exec(`do $$ begin raise notice 'first %', 1; raise notice 'second'; end $$`, {

@@ -212,6 +212,7 @@ export class BlankModule {
       preRun: [
         (m) => {
           adoptTrust(m, trust)
+          control.budget.attach(m)
           installFastPreload(m)
           Object.assign(m.ENV, env)
           blob = registerBlobDevice(m)
@@ -578,6 +579,14 @@ export class Backend {
   /** Whether the session is inside a transaction block (BEGIN ... COMMIT). */
   get inTransaction(): boolean {
     return this.#mod._IsTransactionBlock() !== 0
+  }
+
+  /**
+   * The most bytes the engine's heap and in-memory files may take together
+   * (undefined: no limit; memory-budget.ts).
+   */
+  set memoryLimit(bytes: number | undefined) {
+    this.#control.budget.setLimit(bytes)
   }
 
   /** Bytes of WASM linear memory currently allocated. */

@@ -44,6 +44,7 @@ export type StreamWrite = (
 ) => number
 
 export interface EmscriptenFs {
+  root: FsNode
   mkdir(path: string, mode?: number): FsNode
   mkdirTree(path: string, mode?: number): void
   writeFile(path: string, data: Uint8Array | string, opts?: { canOwn?: boolean }): void
@@ -73,8 +74,14 @@ export interface EmscriptenFs {
   filesystems: Record<string, unknown>
 }
 
+/** MEMFS' directory node operations we wrap (memory-budget.ts). */
+export interface MemFsDirOps {
+  unlink(parent: FsNode, name: string): void
+  rename(node: FsNode, newDir: FsNode, newName: string): void
+}
+
 export interface MemFs {
-  ops_table: { file: { stream: { write: StreamWrite } } } | null
+  ops_table: { file: { stream: { write: StreamWrite } }; dir: { node: MemFsDirOps } } | null
   stream_ops: { write: StreamWrite }
   /** Makes `node.contents` hold at least `capacity` bytes (looked up on MEMFS at each write). */
   expandFileStorage(node: FsNode, capacity: number): void

@@ -1,3 +1,39 @@
+import {
+  I32_CONST,
+  CALL,
+  CALL_INDIRECT,
+  NOP,
+  END,
+  GLOBAL_GET,
+  GLOBAL_SET,
+  I32_SUB,
+  I32_EQZ,
+  IF,
+  DROP,
+  VOID,
+  LOAD_ALIGNED,
+  RETURNS_I32,
+  SECTION_TYPE,
+  SECTION_IMPORT,
+  SECTION_FUNCTION,
+  SECTION_TABLE,
+  SECTION_GLOBAL,
+  SECTION_EXPORT,
+  SECTION_ELEMENT,
+  SECTION_CODE,
+  Reader,
+  countOf,
+  functionBody,
+  grown,
+  readImports,
+  rebuild,
+  sections,
+  sleb32,
+  uleb,
+  wasmName,
+  type Section,
+} from './wasm-binary.js'
+
 /**
  * Makes a statement that computes without calling out stoppable.
  *
@@ -34,33 +70,6 @@
 /** Interrupt checks between two polls of the host: see docs/engine.md for how it was chosen. */
 export const POLL_EVERY = 512
 
-const I32_CONST = 0x41
-const I32_LOAD = 0x28
-const CALL = 0x10
-const CALL_INDIRECT = 0x11
-const NOP = 0x01
-const END = 0x0b
-const GLOBAL_GET = 0x23
-const GLOBAL_SET = 0x24
-const I32_SUB = 0x6b
-const I32_EQZ = 0x45
-const IF = 0x04
-const DROP = 0x1a
-const VOID = 0x40
-/** `i32.load` with 4-byte alignment and no offset. */
-const LOAD_ALIGNED = [I32_LOAD, 2, 0]
-/** The function type `() -> i32`. */
-const RETURNS_I32 = [0x60, 0, 1, 0x7f]
-
-const SECTION_TYPE = 1
-const SECTION_IMPORT = 2
-const SECTION_FUNCTION = 3
-const SECTION_TABLE = 4
-const SECTION_GLOBAL = 6
-const SECTION_EXPORT = 7
-const SECTION_ELEMENT = 9
-const SECTION_CODE = 10
-
 /** The engine binary with its interrupt checks polling the host. */
 export interface PolledEngine {
   readonly bytes: Uint8Array<ArrayBuffer>
@@ -68,203 +77,6 @@ export interface PolledEngine {
   readonly sites: number
   /** The function-table slot of the poll function, for side modules. */
   readonly pollSlot: number
-}
-
-interface Section {
-  readonly id: number
-  /** Where the section's header (its id byte) starts. */
-  readonly header: number
-  /** Where the section's payload starts and ends. */
-  readonly start: number
-  readonly end: number
-}
-
-class Reader {
-  constructor(
-    readonly bytes: Uint8Array,
-    public at = 0,
-  ) {}
-
-  u8(): number {
-    const byte = this.bytes[this.at++]
-    if (byte === undefined) throw new Error('unexpected end of the engine binary')
-    return byte
-  }
-
-  uleb(): number {
-    let result = 0
-    let shift = 0
-    for (;;) {
-      const byte = this.u8()
-      result += (byte & 0x7f) * 2 ** shift
-      if ((byte & 0x80) === 0) return result
-      shift += 7
-    }
-  }
-
-  sleb32(): number {
-    let result = 0
-    let shift = 0
-    let byte: number
-    do {
-      byte = this.u8()
-      result |= (byte & 0x7f) << shift
-      shift += 7
-    } while (byte & 0x80)
-    return shift < 32 && byte & 0x40 ? result | (-1 << shift) : result
-  }
-
-  name(): string {
-    const length = this.uleb()
-    const text = new TextDecoder().decode(this.bytes.subarray(this.at, this.at + length))
-    this.at += length
-    return text
-  }
-
-  /** Skips a constant expression (a global's initial value). */
-  skipConstExpr(): void {
-    for (;;) {
-      const op = this.u8()
-      if (op === END) return
-      if (op === I32_CONST) this.sleb32()
-      else if (op === 0x42) this.skipLeb()
-      else if (op === 0x43) this.at += 4
-      else if (op === 0x44) this.at += 8
-      else if (op === GLOBAL_GET || op === 0xd2) this.uleb()
-      else if (op === 0xd0) this.u8()
-      else throw new Error(`unexpected opcode 0x${op.toString(16)} in a constant expression`)
-    }
-  }
-
-  skipLeb(): void {
-    while (this.u8() & 0x80);
-  }
-}
-
-function wasmName(text: string): number[] {
-  const bytes = new TextEncoder().encode(text)
-  return [...uleb(bytes.length), ...bytes]
-}
-
-function uleb(value: number): number[] {
-  const out: number[] = []
-  do {
-    let byte = value & 0x7f
-    value >>>= 7
-    if (value !== 0) byte |= 0x80
-    out.push(byte)
-  } while (value !== 0)
-  return out
-}
-
-function sleb32(value: number): number[] {
-  const out: number[] = []
-  for (;;) {
-    const byte = value & 0x7f
-    value >>= 7
-    if ((value === 0 && (byte & 0x40) === 0) || (value === -1 && (byte & 0x40) !== 0)) {
-      out.push(byte)
-      return out
-    }
-    out.push(byte | 0x80)
-  }
-}
-
-function sections(bytes: Uint8Array): Section[] {
-  const reader = new Reader(bytes, 8)
-  const found: Section[] = []
-  while (reader.at < bytes.length) {
-    const header = reader.at
-    const id = reader.u8()
-    const size = reader.uleb()
-    found.push({ id, header, start: reader.at, end: reader.at + size })
-    reader.at += size
-  }
-  return found
-}
-
-/** What a module imports, as far as the rewrite needs it. */
-interface Imports {
-  functions: number
-  globals: number
-  tables: number
-  /** Function index of an imported function, by `module.field`. */
-  functionIndex: Map<string, number>
-  /** Global index of an imported global, by `module.field`. */
-  globalIndex: Map<string, number>
-}
-
-function readImports(bytes: Uint8Array, section: Section | undefined): Imports {
-  const found: Imports = { functions: 0, globals: 0, tables: 0, functionIndex: new Map(), globalIndex: new Map() }
-  if (!section) return found
-  const reader = new Reader(bytes, section.start)
-  for (let n = reader.uleb(); n > 0; n--) {
-    const name = `${reader.name()}.${reader.name()}`
-    const kind = reader.u8()
-    if (kind === 0) {
-      reader.uleb()
-      found.functionIndex.set(name, found.functions++)
-    } else if (kind === 1 || kind === 2) {
-      if (kind === 1) {
-        reader.u8()
-        found.tables++
-      }
-      const flags = reader.uleb()
-      reader.uleb()
-      if (flags & 1) reader.uleb()
-    } else if (kind === 3) {
-      reader.u8()
-      reader.u8()
-      found.globalIndex.set(name, found.globals++)
-    } else {
-      reader.uleb()
-    }
-  }
-  return found
-}
-
-/** The count of entries a vector section holds (0 where the section is absent). */
-function countOf(bytes: Uint8Array, section: Section | undefined): number {
-  return section ? new Reader(bytes, section.start).uleb() : 0
-}
-
-/** A section (header and payload) with one entry, `entry`, appended. */
-function grown(bytes: Uint8Array, section: Section, entry: readonly number[]): Uint8Array[] {
-  const reader = new Reader(bytes, section.start)
-  const count = uleb(reader.uleb() + 1)
-  const entries = bytes.subarray(reader.at, section.end)
-  const size = count.length + entries.byteLength + entry.length
-  return [Uint8Array.from([section.id, ...uleb(size), ...count]), entries, Uint8Array.from(entry)]
-}
-
-/** A module rebuilt from its sections, some replaced; returns it and where its code section's original entries lie. */
-function rebuild(input: Uint8Array, list: readonly Section[], replacements: ReadonlyMap<number, Uint8Array[]>): { bytes: Uint8Array<ArrayBuffer>; code: Uint8Array } {
-  let size = input.byteLength
-  for (const s of list) {
-    const parts = replacements.get(s.id)
-    if (parts) size += parts.reduce((n, p) => n + p.byteLength, 0) - (s.end - s.header)
-  }
-  const bytes = new Uint8Array(size)
-  bytes.set(input.subarray(0, 8))
-  let offset = 8
-  let code = bytes.subarray(0, 0)
-  for (const s of list) {
-    const parts = replacements.get(s.id) ?? [input.subarray(s.header, s.end)]
-    const from = offset
-    for (const part of parts) {
-      bytes.set(part, offset)
-      offset += part.byteLength
-    }
-    // The appended function reads the flag itself: only the original entries are patched.
-    if (s.id === SECTION_CODE) code = bytes.subarray(from, offset - (replacements.has(s.id) ? (parts.at(-1)?.byteLength ?? 0) : 0))
-  }
-  return { bytes, code }
-}
-
-/** A function body: no locals, `code`, end. */
-function functionBody(code: readonly number[]): number[] {
-  const body = [0, ...code, END]
-  return [...uleb(body.length), ...body]
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { EngineAssets } from './assets.js'
 import type { FsNode, ModuleOptions, PostgresModule } from './emscripten.js'
+import { MemoryBudget } from './memory-budget.js'
 import { sideModuleTrust } from './side-module-guard.js'
 import type { DynamicLinks } from './dynamic-links.js'
 
@@ -52,6 +53,8 @@ export interface ModuleControl {
   clearAll(): void
   /** The side modules Postgres linked at run time (dynamic-links.ts). */
   readonly links: DynamicLinks
+  /** The memory ceiling the heap and the in-memory files share (memory-budget.ts). */
+  readonly budget: MemoryBudget
 }
 
 /**
@@ -74,6 +77,10 @@ export function instantiateWith<M>(
       control.arm(which, timeoutMs)
       return 0
     }
+    // Refused, malloc returns NULL: 53200. The glue may grow past a request
+    // it grants by up to 20% (at most 96 MiB): the budget's margin.
+    const resize = env.emscripten_resize_heap as ((requested: number) => number) | undefined
+    if (resize) env.emscripten_resize_heap = (requested: number): number => (control.budget.heapFits(requested >>> 0) ? resize(requested) : 0)
     control.imports = imports
     void WebAssembly.instantiate(compiled, imports).then((instance) => {
       control.instance = instance
@@ -94,6 +101,7 @@ export function newModuleControl(): ModuleControl {
     cancelStatement: () => {},
     pollAt: Infinity,
     poll: () => {},
+    budget: new MemoryBudget(() => ((control.imports?.env as { memory?: WebAssembly.Memory } | undefined)?.memory?.buffer.byteLength ?? 0)),
     arm(which, timeoutMs) {
       // Recorded, never delivered by a timer: between two requests every
       // alarm Postgres arms is one that ends the session (idle-in-transaction,

@@ -1,4 +1,5 @@
-import type { EmscriptenFs, FsNode, MemFs, PostgresModule, StreamWrite } from './emscripten.js'
+import type { EmscriptenFs, FsNode, FsStream, MemFs, PostgresModule, StreamWrite } from './emscripten.js'
+import { budgetOf } from './memory-budget.js'
 import { inNode } from './node-builtin.js'
 
 /** One file or directory of a data directory, path relative to its root. */
@@ -150,35 +151,68 @@ function installCopyOnWrite(mod: PostgresModule): void {
   if (cowInstalled.has(memfs)) return
   cowInstalled.add(memfs)
   const noSpace = (err: unknown): unknown => (isOutOfMemory(err) ? new mod.FS.ErrnoError(ENOSPC) : err)
+  const refuse = (): Error => new mod.FS.ErrnoError(ENOSPC)
   const wrap = (write: StreamWrite): StreamWrite =>
     function (stream, buffer, offset, length, position, canOwn) {
       try {
         const node = stream.node
-        if (node.pgwasmShared) {
-          node.contents = copyWritten(node.contents as Uint8Array, node.usedBytes)
-          node.pgwasmShared = false
-        }
-        return write(stream, buffer, offset, length, position, canOwn)
+        const budget = budgetOf(memfs)
+        if (!budget) return copyAndWrite(write, stream, buffer, offset, length, position, canOwn)
+        return budget.fileChange(node, position + length - ownCapacity(node), () => copyAndWrite(write, stream, buffer, offset, length, position, canOwn), refuse)
       } catch (err) {
         throw noSpace(err)
       }
     }
   memfs.stream_ops.write = wrap(memfs.stream_ops.write)
-  if (memfs.ops_table) memfs.ops_table.file.stream.write = wrap(memfs.ops_table.file.stream.write)
+  if (memfs.ops_table) {
+    memfs.ops_table.file.stream.write = wrap(memfs.ops_table.file.stream.write)
+    // A file that leaves the tree no longer counts against the memory budget.
+    const dirOps = memfs.ops_table.dir.node
+    const { unlink, rename } = dirOps
+    dirOps.unlink = (parent, name) => {
+      const node = (parent.contents as Record<string, FsNode>)[name]
+      unlink(parent, name)
+      budgetOf(memfs)?.fileGone(node)
+    }
+    dirOps.rename = (node, dir, name) => {
+      const replaced = (dir.contents as Record<string, FsNode> | null)?.[name]
+      rename(node, dir, name)
+      if (replaced !== node) budgetOf(memfs)?.fileGone(replaced)
+    }
+  }
   memfs.expandFileStorage = (node, capacity) => {
     try {
-      expandFileStorage(node, capacity)
+      const budget = budgetOf(memfs)
+      if (!budget) expandFileStorage(node, capacity)
+      else budget.fileChange(node, capacity - ownCapacity(node), () => expandFileStorage(node, capacity), refuse)
     } catch (err) {
       throw noSpace(err)
     }
   }
   memfs.resizeFileStorage = (node, size) => {
     try {
-      resizeFileStorage(node, size)
+      const budget = budgetOf(memfs)
+      if (!budget) resizeFileStorage(node, size)
+      else budget.fileChange(node, size - ownCapacity(node), () => resizeFileStorage(node, size), refuse)
     } catch (err) {
       throw noSpace(err)
     }
   }
+}
+
+/** The bytes a file holds of its own: none while it shares a template's. */
+function ownCapacity(node: FsNode): number {
+  return !node.pgwasmShared && node.contents instanceof Uint8Array ? node.contents.length : 0
+}
+
+/** A stream write, after copying a shared file's contents (its first write). */
+function copyAndWrite(write: StreamWrite, stream: FsStream, buffer: Uint8Array, offset: number, length: number, position: number, canOwn?: boolean): number {
+  const node = stream.node
+  if (node.pgwasmShared) {
+    node.contents = copyWritten(node.contents as Uint8Array, node.usedBytes)
+    node.pgwasmShared = false
+  }
+  return write(stream, buffer, offset, length, position, canOwn)
 }
 
 /** Emscripten's errno for "No space left on device". */

@@ -11,6 +11,28 @@ export interface TransactionOptions {
   signal?: AbortSignal
 }
 
+/**
+ * Signals whose abort comes from another thread: a word of shared memory
+ * that thread sets (a worker's client, worker/options.ts). Nothing on this
+ * thread can deliver it as an event while the engine runs, so it is read
+ * where the engine polls and before a call's turn.
+ */
+const flagged = new WeakMap<AbortSignal, () => void>()
+
+/** A signal that aborts once `flag[0]` is set, as read where the engine polls. */
+export function signalOfFlag(flag: Int32Array): AbortSignal {
+  const controller = new AbortController()
+  flagged.set(controller.signal, () => {
+    if (Atomics.load(flag, 0) !== 0) controller.abort()
+  })
+  return controller.signal
+}
+
+function aborted(signal: AbortSignal): boolean {
+  flagged.get(signal)?.()
+  return signal.aborted
+}
+
 /** What a call stopped by its signal rejects with: what Postgres says for a CancelRequest. */
 export function abortedError(signal: AbortSignal): DatabaseError {
   const error = new DatabaseError('canceling statement due to user request', { severity: 'ERROR', code: '57014' })
@@ -24,9 +46,8 @@ export function abortedError(signal: AbortSignal): DatabaseError {
  * comes `stopped()` gives the job a rejection to return instead of running.
  * Once it runs, the call ends as the engine ends it (57014 when canceled).
  */
-export function stoppable<T>(signal: AbortSignal | undefined, run: (stopped: () => Promise<never> | undefined) => Promise<T>): Promise<T> {
-  if (!signal) return run(() => undefined)
-  if (signal.aborted) return Promise.reject(abortedError(signal))
+export function stoppable<T>(signal: AbortSignal, run: (stopped: () => Promise<never> | undefined) => Promise<T>): Promise<T> {
+  if (aborted(signal)) return Promise.reject(abortedError(signal))
   return new Promise<T>((resolve, reject) => {
     let started = false
     const onAbort = (): void => {
@@ -34,7 +55,7 @@ export function stoppable<T>(signal: AbortSignal | undefined, run: (stopped: () 
     }
     signal.addEventListener('abort', onAbort, { once: true })
     run(() => {
-      if (signal.aborted) return Promise.reject(abortedError(signal))
+      if (aborted(signal)) return Promise.reject(abortedError(signal))
       started = true
       return undefined
     })
@@ -47,10 +68,9 @@ export function stoppable<T>(signal: AbortSignal | undefined, run: (stopped: () 
  * Runs `job` with the engine asked, where it polls (engine/alarms.ts),
  * whether `signal` was aborted: an abort cancels the running statement.
  */
-export async function whileNotAborted<T>(backend: Backend, signal: AbortSignal | undefined, job: () => Promise<T>): Promise<T> {
-  if (!signal) return job()
+export async function whileNotAborted<T>(backend: Backend, signal: AbortSignal, job: () => Promise<T>): Promise<T> {
   const before = backend.stopWhen
-  backend.stopWhen = before ? () => signal.aborted || before() : () => signal.aborted
+  backend.stopWhen = before ? () => aborted(signal) || before() : () => aborted(signal)
   try {
     return await job()
   } finally {

@@ -2,6 +2,7 @@
  * The page side: `PGliteWorker`, the async API of `PGlite` over a worker
  * that runs the engine.
  */
+import { abortedError } from '../query/abort.js'
 import { ClosedError, EngineError } from '../errors.js'
 import { closeAddOns } from '../extensions/add-on-closers.js'
 import type { DumpCompression } from '../fs/dump.js'
@@ -354,6 +355,7 @@ export class PGliteWorker implements AsyncDisposable {
   }
 
   #query(tx: number, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<Results> {
+    if (options?.signal?.aborted) return Promise.reject(abortedError(options.signal))
     let wire
     try {
       wire = toWireQueryOptions(options, 'query')
@@ -365,6 +367,7 @@ export class PGliteWorker implements AsyncDisposable {
   }
 
   #exec(tx: number, sql: string, options: QueryOptions | undefined): Promise<Results[]> {
+    if (options?.signal?.aborted) return Promise.reject(abortedError(options.signal))
     let wire
     try {
       wire = toWireQueryOptions(options, 'exec')

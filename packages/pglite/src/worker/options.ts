@@ -1,5 +1,6 @@
 import type { PGliteExtensionSetup, PGliteOptions } from '../options.js'
 import type { PGliteWorker } from './client.js'
+import { signalOfFlag } from '../query/abort.js'
 import type { Notice, QueryOptions } from '../query/results.js'
 
 /**
@@ -60,6 +61,13 @@ export interface WireQueryOptions {
   blob?: Blob
   /** The page has an `onNotice`: the worker sends the notices back with the reply. */
   wantsNotices?: boolean
+  /**
+   * The page's `signal`, as one word of shared memory the page sets when it
+   * aborts: the worker reads it where its engine polls, while the statement
+   * runs (query/abort.ts). Only where shared memory exists (Node, a
+   * cross-origin isolated page).
+   */
+  abortFlag?: Int32Array
 }
 
 const FUNCTION_OPTIONS = ['parsers', 'serializers'] as const
@@ -91,9 +99,15 @@ export function toWireQueryOptions(options: QueryOptions | undefined, method: st
       `\`${method}\` option \`${name}\` cannot be sent to a worker (functions do not survive structured clone); set \`${name}\` on the PGlite instance the worker's \`init\` returns`,
     )
   }
-  const { rowMode, paramTypes, blob, onNotice } = options
-  if (rowMode === undefined && paramTypes === undefined && blob === undefined && onNotice === undefined) return undefined
+  const { rowMode, paramTypes, blob, onNotice, signal } = options
+  if (rowMode === undefined && paramTypes === undefined && blob === undefined && onNotice === undefined && signal === undefined) return undefined
   const wire: WireQueryOptions = {}
+  if (signal !== undefined && sharedMemory()) {
+    const flag = new Int32Array(new SharedArrayBuffer(4))
+    if (signal.aborted) Atomics.store(flag, 0, 1)
+    else signal.addEventListener('abort', () => Atomics.store(flag, 0, 1), { once: true })
+    wire.abortFlag = flag
+  }
   if (rowMode !== undefined) wire.rowMode = rowMode
   if (paramTypes !== undefined) wire.paramTypes = paramTypes
   if (blob !== undefined) wire.blob = blob
@@ -111,5 +125,12 @@ export function fromWireQueryOptions(wire: WireQueryOptions, notices: Notice[] |
   if (wire.paramTypes !== undefined) options.paramTypes = wire.paramTypes
   if (wire.blob !== undefined) options.blob = wire.blob
   if (notices) options.onNotice = (notice) => notices.push(notice)
+  if (wire.abortFlag !== undefined) options.signal = signalOfFlag(wire.abortFlag)
   return options
+}
+
+/** Whether this thread can share memory with a worker: always in Node, on cross-origin isolated pages in browsers. */
+function sharedMemory(): boolean {
+  const scope = globalThis as { crossOriginIsolated?: boolean; process?: { versions?: { node?: string } } }
+  return typeof SharedArrayBuffer === 'function' && (scope.crossOriginIsolated === true || scope.process?.versions?.node !== undefined)
 }

@@ -1,0 +1,78 @@
+import type { PgClient, PgliteImpl } from '../anchors.js'
+import { errorText, type SuiteRun } from '../harness.js'
+
+/**
+ * Runaway statements that never call out of the engine, each stopped by
+ * `statement_timeout`: the row is the time from the timeout to the
+ * rejection (57014). pgwasm's engine polls the host every 512 interrupt
+ * checks (docs/engine.md, "Interrupt polls"); native PostgreSQL's
+ * SIGALRM is the anchor. PGlite runs each of them to its end (or forever).
+ */
+export const RUNAWAYS: Readonly<Record<string, string>> = {
+  'a 3-way cross join': 'select count(*) from stop_t a, stop_t b, stop_t c',
+  'an endless PL/pgSQL loop': 'do $$ begin loop end loop; end $$',
+  'a recursive CTE': 'with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r where n < 0',
+  'a catastrophic regex': `select repeat('a', 999) ~ '^(a*)(a*)(a*)\\1\\2\\3\\1\\2\\3\\1x?$'`,
+}
+
+export const STOP_CASES = Object.keys(RUNAWAYS).map((name) => `stop at statement_timeout: ${name}`)
+
+const TIMEOUT_MS = 100
+const SAMPLES = 5
+
+interface Runner {
+  exec(sql: string): Promise<unknown>
+}
+
+/** Milliseconds from the timeout to the 57014 rejection, `SAMPLES` times per case. */
+async function latencies(db: Runner): Promise<number[][]> {
+  await db.exec('drop table if exists stop_t; create table stop_t as select g from generate_series(1, 1000) g')
+  // PL/pgSQL loads its module on first use: outside the timed samples.
+  await db.exec('do $$ begin end $$')
+  await db.exec(`set statement_timeout = '${TIMEOUT_MS}ms'`)
+  const all: number[][] = []
+  for (const sql of Object.values(RUNAWAYS)) {
+    const samples: number[] = []
+    for (let i = 0; i < SAMPLES; i++) {
+      const started = performance.now()
+      const err = await db.exec(sql).then(
+        () => new Error('the statement finished'),
+        (e: unknown) => e,
+      )
+      if ((err as { code?: string }).code !== '57014') throw new Error(`expected 57014, got ${errorText(err)}`)
+      samples.push(Math.max(0.001, performance.now() - started - TIMEOUT_MS))
+    }
+    all.push(samples)
+  }
+  await db.exec('reset statement_timeout; drop table stop_t')
+  return all
+}
+
+/** The stop rows of the rtt suite: `paths` is every path the suite reports. */
+export async function addStopRows(s: SuiteRun, ours: PgliteImpl | undefined, native: PgClient | undefined, paths: readonly string[]): Promise<void> {
+  const cases = STOP_CASES.filter((c) => s.wants(c))
+  if (cases.length === 0) return
+  const measured = new Map<string, number[][] | Error>()
+  if (ours) {
+    const db = await ours.create()
+    try {
+      measured.set('pgwasm query()', await latencies(db).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e)))))
+    } finally {
+      await db.close()
+    }
+  }
+  if (native) measured.set('native pg', await latencies({ exec: (sql) => native.query(sql) }).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e)))))
+  for (const [i, name] of STOP_CASES.entries()) {
+    if (!cases.includes(name)) continue
+    for (const path of paths) {
+      const side = path.startsWith('pgwasm') ? ('ours' as const) : ('anchor' as const)
+      const base = { case: name, path, side, unit: 'ms' as const, ...(path === 'native pg' ? { vs: 'pgwasm query()' } : {}) }
+      const got = measured.get(path)
+      if (got instanceof Error) s.mark({ ...base, status: 'failed', reason: errorText(got) })
+      else if (got) s.add({ ...base, samples: got[i]! })
+      else if (path.startsWith('PGlite')) s.mark({ ...base, status: 'skipped', reason: 'PGlite cannot stop a statement that never calls out of its engine: it runs to its end' })
+      else if (path === 'native pg' || path === 'pgwasm query()') s.mark({ ...base, status: 'skipped', reason: 'not available in this run' })
+      else s.mark({ ...base, status: 'skipped', reason: 'measured on pgwasm query() only: every call path stops the same way' })
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import type { FsNode, MemFs, PostgresModule } from './emscripten.js'
+
+/**
+ * One engine's memory ceiling (`maxMemory`): its heap (the WASM memory) and
+ * the bytes of its in-memory files (tables and indexes of an in-memory
+ * database, temporary files of sorts and hashes, `/tmp`) share one limit.
+ * A heap request past it fails as a full heap does (malloc returns NULL:
+ * `53200 out of memory`); a file that would grow past it fails as a full
+ * disk does (ENOSPC: `53100 could not extend file`, or `could not write to
+ * file` for a temporary file). Either way the statement fails and the
+ * engine goes on, as a server's backend does.
+ *
+ * WAL segments are not counted and never refused: Postgres writes WAL inside
+ * critical sections, where a failed write is a PANIC that would end the
+ * engine (and an in-memory database with it); checkpoints bound them
+ * (wal-checkpoints.ts). Files that share a template's bytes count only once
+ * written (copied).
+ *
+ * What a growth allocates can exceed what was asked (a heap grows by up to
+ * 20%, at most 96 MiB; a file by doubling below 32 MiB, by 8 MiB steps
+ * above): the limit bounds each request, so that slack is its margin.
+ */
+export class MemoryBudget {
+  /** Bytes (Infinity: none). */
+  #limit = Infinity
+  /** Counted bytes of in-memory files; kept only while a limit is set. */
+  #fileBytes = 0
+  /** Inside a counted file operation: nested ones (a write that expands) are its own. */
+  #inside = false
+  #mod: PostgresModule | undefined
+
+  constructor(readonly heapBytes: () => number) {}
+
+  get limit(): number {
+    return this.#limit
+  }
+
+  get fileBytes(): number {
+    return this.#fileBytes
+  }
+
+  /** Sets the limit; the files are counted afresh (they were not while none was set). */
+  setLimit(bytes: number | undefined): void {
+    this.#limit = bytes ?? Infinity
+    this.#fileBytes = this.#limit === Infinity || !this.#mod ? 0 : treeBytes(this.#mod.FS.root as FsNode)
+  }
+
+  /** Whether the heap may grow to `size` bytes. */
+  heapFits(size: number): boolean {
+    return size + this.#fileBytes <= this.#limit
+  }
+
+  /**
+   * Runs a file operation that may grow `node` by about `more` bytes:
+   * refused with `refuse()` past the limit, and what it changed is counted.
+   */
+  fileChange<T>(node: FsNode, more: number, op: () => T, refuse: () => Error): T {
+    if (this.#limit === Infinity || this.#inside || !isCounted(node)) return op()
+    if (more > 0 && this.heapBytes() + this.#fileBytes + more > this.#limit) throw refuse()
+    const before = bytesOf(node)
+    this.#inside = true
+    try {
+      return op()
+    } finally {
+      this.#inside = false
+      this.#fileBytes += bytesOf(node) - before
+    }
+  }
+
+  /** A file left the tree (unlinked, or replaced by a rename): its bytes no longer count. */
+  fileGone(node: FsNode | undefined): void {
+    if (this.#limit === Infinity || !node || !isCounted(node)) return
+    this.#fileBytes = Math.max(0, this.#fileBytes - bytesOf(node))
+  }
+
+  /** Counts the files of `mod`'s MEMFS from now on, and watches names leave. */
+  attach(mod: PostgresModule): void {
+    this.#mod = mod
+    budgets.set(mod.MEMFS, this)
+  }
+}
+
+const budgets = new WeakMap<MemFs, MemoryBudget>()
+
+/** The budget of a module's MEMFS, if its backend set one up. */
+export function budgetOf(memfs: MemFs): MemoryBudget | undefined {
+  return budgets.get(memfs)
+}
+
+/** What a node of MEMFS holds of its own (a shared template array counts nothing until copied). */
+function bytesOf(node: FsNode): number {
+  return !node.pgwasmShared && node.contents instanceof Uint8Array ? node.contents.length : 0
+}
+
+function isCounted(node: FsNode): boolean {
+  return node.parent?.name !== 'pg_wal'
+}
+
+function treeBytes(dir: FsNode): number {
+  let total = 0
+  const children = dir.contents
+  if (!children || children instanceof Uint8Array) return 0
+  for (const name in children) {
+    const node = children[name]!
+    if (node.contents instanceof Uint8Array) total += isCounted(node) ? bytesOf(node) : 0
+    else if (node !== dir && node.contents) total += treeBytes(node)
+  }
+  return total
+}
