@@ -226,6 +226,15 @@ describe('browser build in Chromium', () => {
     await page.close()
   }, 120_000)
 
+  it('statement_timeout stops statements that never call out of the engine in the page, and maxMemory fails a statement with 53200 / 53100 while the instance goes on', async () => {
+    const page = await openPage()
+    const r = await call(page, 'runaways')
+    // Each of them runs for minutes or for ever when not stopped.
+    for (const stop of r.stopped) expect(stop).toMatchObject({ code: '57014', message: 'canceling statement due to statement timeout' })
+    expect(r).toMatchObject({ memory: '53200', table: '53100', after: 1000 })
+    await page.close()
+  }, 120_000)
+
   it('idb:// keeps committed rows across a reload without close, and reopens', async () => {
     const page = await openPage()
     await call(page, 'idbWrite', 'reload-test', ['first', 'second'])

@@ -250,6 +250,34 @@ const api = {
     }
   },
 
+  /**
+   * Statements that never call out of the engine, each under statement_timeout (the interrupt
+   * polls, engine/interrupt-polls.ts), and a statement past maxMemory: what each rejected with.
+   */
+  async runaways() {
+    const db = await PGlite.create({ maxMemory: 256 * 1024 * 1024 })
+    try {
+      await db.exec(`create table t as select g from generate_series(1, 1000) g; set statement_timeout = '200ms'`)
+      const stopped: { code?: string; message?: string }[] = []
+      for (const sql of [
+        'select count(*) from t a, t b, t c',
+        'do $$ begin loop end loop; end $$',
+        'with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r where n < 0',
+        `select repeat('a', 999) ~ '^(a*)(a*)(a*)\\1\\2\\3\\1\\2\\3\\1x?$'`,
+      ]) {
+        const err = await db.query(sql).then(() => undefined, (e: unknown) => e as { code?: string; message?: string })
+        stopped.push({ code: err?.code, message: err?.message })
+      }
+      await db.exec('reset statement_timeout')
+      const memory = await db.query(`select length(repeat(md5('x'), 10000000))`).then(() => undefined, (e: unknown) => (e as { code?: string }).code)
+      const table = await db.query(`create table junk as select repeat(md5(g::text), 32) as s from generate_series(1, 5000000) g`).then(() => undefined, (e: unknown) => (e as { code?: string }).code)
+      const after = (await db.query<{ n: number }>('select count(*)::int as n from t')).rows[0]!.n
+      return { stopped, memory, table, after }
+    } finally {
+      await db.close()
+    }
+  },
+
   /** Opens a dump made in Node into idb://, checks it, changes it, and dumps it back (base64). */
   async roundTrip(url: string) {
     const dump = await (await fetch(url)).blob()
