@@ -29,6 +29,17 @@ function outcome(promise: Promise<unknown>): Promise<unknown> {
   )
 }
 
+/** A CLI server with `args`, serving a table `t` of 1,000 rows; its URL. */
+async function serveTable(args: string[]): Promise<{ cli: Cli; url: string }> {
+  const cli = new Cli(['--port', '0', ...args])
+  const url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+  const setup = new pg.Client({ connectionString: url })
+  await setup.connect()
+  await setup.query('create table t as select g from generate_series(1, 1000) g')
+  await setup.end()
+  return { cli, url }
+}
+
 describe('runaway statements through the server', () => {
   const LIMIT_MS = 1500
   let cli: Cli
@@ -36,13 +47,8 @@ describe('runaway statements through the server', () => {
   let port: number
 
   beforeAll(async () => {
-    cli = new Cli(['--port', '0', '--max-statement-time', String(LIMIT_MS)])
-    url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+    ;({ cli, url } = await serveTable(['--max-statement-time', String(LIMIT_MS)]))
     port = Number(new URL(url).port)
-    const setup = new pg.Client({ connectionString: url })
-    await setup.connect()
-    await setup.query('create table t as select g from generate_series(1, 1000) g')
-    await setup.end()
   }, 120_000)
 
   afterAll(() => cli?.kill())
@@ -122,16 +128,13 @@ describe('a memory ceiling through the server', () => {
   let cli: Cli
   let url: string
   beforeAll(async () => {
-    cli = new Cli(['--port', '0', '--max-memory', `${MAX_MB}MB`])
-    url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
-    const setup = new pg.Client({ connectionString: url })
-    await setup.connect()
-    await setup.query('create table t as select g from generate_series(1, 1000) g')
-    await setup.end()
+    ;({ cli, url } = await serveTable(['--max-memory', `${MAX_MB}MB`]))
   }, 120_000)
   afterAll(() => cli?.kill())
 
   it('fails the hostile client with 53200 or 53100 (heap, temporary files, a table, /tmp) while the others carry on without an error, the data intact and the peak RSS bounded', async () => {
+    const statusKb = async (field: string): Promise<number> => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(await readFile(`/proc/${cli.child.pid}/status`, 'utf8'))?.[1])
+    const baselineKb = await statusKb('VmRSS')
     const hostile = new pg.Client({ connectionString: url })
     await hostile.connect()
     const others = await Promise.all([1, 2, 3].map(async () => {
@@ -173,10 +176,12 @@ describe('a memory ceiling through the server', () => {
     expect(answered).toBeGreaterThan(0)
     expect((await hostile.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
     expect((await hostile.query(`select to_regclass('junk') as junk`)).rows).toEqual([{ junk: null }])
-    // Without the ceiling this server grew past 1.8 GB; with it: the ceiling, its margin (96 MB for the heap,
-    // 32 MB per growing file) and the server's own ~150 MB (Node, the engine's code, the shared template).
-    const peakKb = Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${cli.child.pid}/status`, 'utf8'))?.[1])
-    expect(peakKb / 1024).toBeLessThan(MAX_MB + 96 + 64 + 300)
+    // Bounded: the ceiling, its margin (96 MB for the heap growth), and arrays of refused files not yet
+    // collected. Measured above the server's own start: Node 20 about 1.2x the ceiling, Node 24 up to 2.7x
+    // (engine/memory-budget.ts). With the heap alone capped, this run took the server to 1.8 GB; uncapped,
+    // the heap alone grows to 2 GB.
+    const grownMb = ((await statusKb('VmHWM')) - baselineKb) / 1024
+    expect(grownMb).toBeLessThan(3 * MAX_MB + 96)
     await Promise.all([hostile, ...others].map((c) => c.end()))
   })
 })
