@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
-import { WASM_TIERING_BUDGET, inliningFlag, tieringFlag, type TieringContext } from '../src/engine/wasm-tiering.js'
+import { WASM_TIERING_BUDGET, tieringFlag, type TieringContext } from '../src/engine/wasm-tiering.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..', '..')
@@ -60,15 +60,6 @@ describe('the wasm tiering budget', () => {
     expect(tieringFlag({ ...node20, otherRuntime: true })).toBeUndefined()
     expect(tieringFlag({ ...node20, v8Version: '14.1.0' })).toBeUndefined()
     expect(tieringFlag({ ...node20, v8Version: undefined })).toBeUndefined()
-  })
-
-  it('turns wasm inlining on where V8 leaves it off (V8 11 and 12), unless the process chose', () => {
-    expect(inliningFlag(node20)).toBe('--wasm-inlining')
-    expect(inliningFlag({ ...node20, v8Version: '12.4.254.21-node.33' })).toBe('--wasm-inlining')
-    expect(inliningFlag({ ...node20, v8Version: '13.6.233.17-node.53' })).toBeUndefined()
-    expect(inliningFlag({ ...node20, execArgv: ['--no-wasm-inlining'] })).toBeUndefined()
-    expect(inliningFlag({ ...node20, env: { NODE_OPTIONS: '--experimental-wasm-inlining' } })).toBeUndefined()
-    expect(inliningFlag({ ...node20, otherRuntime: true })).toBeUndefined()
   })
 
   it('refuses a PGWASM_WASM_TIERING_BUDGET that is not `default` or a positive integer', () => {

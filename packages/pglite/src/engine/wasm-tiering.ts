@@ -63,32 +63,6 @@ export function tieringFlag(ctx: TieringContext): string | undefined {
   return `--wasm-tiering-budget=${budget}`
 }
 
-/**
- * The engine's interrupt checks are calls of a small function
- * (interrupt-polls.ts). V8 inlines such wasm calls from V8 13 (Node 24) on;
- * Node 20's V8 11 (and 12) only with `--wasm-inlining`. Measured on the
- * 2-core machine, Node 20, CPU-bound statements that never call out:
- *
- * | statement | original engine | polled | polled, `--wasm-inlining` |
- * | --- | --- | --- | --- |
- * | nested-loop join, 1M pairs | 120-125 ms | 131-139 ms | 107-112 ms |
- * | `count(distinct md5)` of 200k rows | 110-123 ms | 129-137 ms | 115-119 ms |
- * | sort of 200k md5 strings | 82-86 ms | 93-97 ms | 81-83 ms |
- *
- * So the engine turns it on there, before its first compile, unless the
- * process chose with a flag of its own (`--no-wasm-inlining` opts out).
- */
-const OWN_INLINING_FLAG = /--(no-)?(experimental-)?wasm-inlining\b/
-
-/** `--wasm-inlining` where the engine turns it on (see above), else undefined. */
-export function inliningFlag(ctx: TieringContext): string | undefined {
-  if (ctx.otherRuntime) return undefined
-  const major = Number(ctx.v8Version?.split('.')[0])
-  if (major !== 11 && major !== 12) return undefined
-  if ([...ctx.execArgv, ctx.env.NODE_OPTIONS ?? ''].some((arg) => OWN_INLINING_FLAG.test(arg))) return undefined
-  return '--wasm-inlining'
-}
-
 let applied = false
 
 /**
@@ -106,8 +80,6 @@ export function applyWasmTieringBudget(): void {
     otherRuntime: runtime.Bun !== undefined || runtime.Deno !== undefined,
   }
   applied = true
-  const flags = [tieringFlag(ctx), inliningFlag(ctx)].filter((f) => f !== undefined)
-  if (flags.length === 0) return
-  const v8 = nodeBuiltinIfAny<typeof import('node:v8')>('node:v8')
-  for (const flag of flags) v8?.setFlagsFromString(flag)
+  const flag = tieringFlag(ctx)
+  if (flag !== undefined) nodeBuiltinIfAny<typeof import('node:v8')>('node:v8')?.setFlagsFromString(flag)
 }
