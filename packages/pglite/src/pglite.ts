@@ -708,6 +708,16 @@ export class PGlite implements AsyncDisposable {
     })
   }
 
+  /**
+   * {@link #exclusive}, stopped by `signal` (query/abort.ts): before its
+   * turn, or where the engine polls while it runs. Without a signal the
+   * call costs what it always did: no wrapper, no extra promise.
+   */
+  #exclusiveUnless<T>(signal: AbortSignal | undefined, job: (runner: QueryRunner) => Promise<T>): Promise<T> {
+    if (!signal) return this.#exclusive((_b, runner) => job(runner))
+    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => job(runner))))
+  }
+
   #markDead(): void {
     this.#closed = true
     this.#ready = false
@@ -720,10 +730,7 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} when Postgres reports an error; the instance stays usable.
    */
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>> {
-    const signal = options?.signal
-    // Without a signal, the call costs what it always did: no wrapper, no extra promise.
-    if (!signal) return this.#exclusive((_b, runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
-    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runQuery<T>(runner, sql, params ?? [], options))))
+    return this.#exclusiveUnless(options?.signal, (runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
   }
 
   /**
@@ -796,9 +803,7 @@ export class PGlite implements AsyncDisposable {
    * returns a result per statement.
    */
   exec(sql: string, options?: QueryOptions): Promise<Results[]> {
-    const signal = options?.signal
-    if (!signal) return this.#exclusive((_b, runner) => this.#runExec(runner, sql, options))
-    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runExec(runner, sql, options))))
+    return this.#exclusiveUnless(options?.signal, (runner) => this.#runExec(runner, sql, options))
   }
 
   /** The parameter and result types of a statement, without running it. */
@@ -812,71 +817,67 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} code `25P02` when COMMIT found the transaction aborted.
    */
   transaction<T>(callback: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    const signal = options?.signal
-    if (!signal) return this.#exclusive((_b, runner) => this.#runTransaction(runner, callback, undefined))
-    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => this.#runTransaction(runner, callback, signal))))
+    return this.#exclusiveUnless(options?.signal, (runner) => this.#runTransaction(runner, callback, options?.signal))
   }
 
   async #runTransaction<T>(runner: QueryRunner, callback: (tx: Transaction) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    {
-      runner.exec('BEGIN', undefined)
-      const txQueue = new ExecQueue()
-      let closed = false
-      const check = (): void => {
-        if (closed) throw new ClosedError('Transaction is closed')
-        if (signal?.aborted) throw abortedError(signal)
-      }
-      const tx: Transaction = {
-        query: (sql, params, options) =>
-          txQueue.run(() => {
-            check()
-            return this.#runQuery(runner, sql, params ?? [], options)
-          }),
-        sql: (strings, ...params) => {
-          const { query, params: values } = templateQuery(strings, ...params)
-          return tx.query(query, values)
-        },
-        exec: (sql, options) =>
-          txQueue.run(() => {
-            check()
-            return this.#runExec(runner, sql, options)
-          }),
-        rollback: () =>
-          txQueue.run(() => {
-            check()
-            runner.exec('ROLLBACK', undefined)
-            closed = true
-          }),
-        listen: (channel, cb) =>
-          txQueue.run(() => {
-            check()
-            return this.#listen(runner, channel, cb)
-          }),
-        get closed() {
-          return closed
-        },
-      }
-      try {
-        const result = await callback(tx)
-        await txQueue.run(() => {
-          if (closed) return
+    runner.exec('BEGIN', undefined)
+    const txQueue = new ExecQueue()
+    let closed = false
+    const check = (): void => {
+      if (closed) throw new ClosedError('Transaction is closed')
+      if (signal?.aborted) throw abortedError(signal)
+    }
+    const tx: Transaction = {
+      query: (sql, params, options) =>
+        txQueue.run(() => {
+          check()
+          return this.#runQuery(runner, sql, params ?? [], options)
+        }),
+      sql: (strings, ...params) => {
+        const { query, params: values } = templateQuery(strings, ...params)
+        return tx.query(query, values)
+      },
+      exec: (sql, options) =>
+        txQueue.run(() => {
+          check()
+          return this.#runExec(runner, sql, options)
+        }),
+      rollback: () =>
+        txQueue.run(() => {
+          check()
+          runner.exec('ROLLBACK', undefined)
           closed = true
-          const [commit] = runner.exec('COMMIT', undefined)
-          if (commit?.command === 'ROLLBACK') {
-            throw new DatabaseError('the transaction was rolled back because a statement in it failed', {
-              code: '25P02',
-              severity: 'ERROR',
-            })
-          }
-        })
-        return result
-      } catch (err) {
-        if (!closed) {
-          closed = true
-          if (!this.#backend?.deadError) runner.exec('ROLLBACK', undefined)
+        }),
+      listen: (channel, cb) =>
+        txQueue.run(() => {
+          check()
+          return this.#listen(runner, channel, cb)
+        }),
+      get closed() {
+        return closed
+      },
+    }
+    try {
+      const result = await callback(tx)
+      await txQueue.run(() => {
+        if (closed) return
+        closed = true
+        const [commit] = runner.exec('COMMIT', undefined)
+        if (commit?.command === 'ROLLBACK') {
+          throw new DatabaseError('the transaction was rolled back because a statement in it failed', {
+            code: '25P02',
+            severity: 'ERROR',
+          })
         }
-        throw err
+      })
+      return result
+    } catch (err) {
+      if (!closed) {
+        closed = true
+        if (!this.#backend?.deadError) runner.exec('ROLLBACK', undefined)
       }
+      throw err
     }
   }
 

@@ -120,7 +120,7 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
 /**
  * The engine binary with its interrupt checks polling the host
  * (interrupt-polls.ts). The package build writes it beside the bundle for
- * the engine version it was made from (scripts/make-polled-engine.ts), so
+ * the engine version it was made from (scripts/make-template.ts), so
  * an installed package reads it as is; running from source, or beside
  * another engine version, the rewrite is done here (about 8 ms).
  */
@@ -138,8 +138,8 @@ async function readPolledEngine(engineVersion: string, read: (name: string) => P
   }
 }
 
-/** Where the package build puts the rewritten engine binary, relative to the bundle. */
-export function polledEngineFile(engineVersion: string): string {
+/** Where the package build puts the rewritten engine binary, relative to the bundle (scripts/build-browser.mjs). */
+function polledEngineFile(engineVersion: string): string {
   return `./engine/${engineVersion}.polled.wasm`
 }
 

@@ -44,18 +44,15 @@ export class MemoryBudget {
 
   constructor(readonly heapBytes: () => number) {}
 
-  get limit(): number {
-    return this.#limit
-  }
-
-  get fileBytes(): number {
-    return this.#fileBytes
+  /** Whether a limit is set: without one, file operations are neither checked nor counted. */
+  get limited(): boolean {
+    return this.#limit !== Infinity
   }
 
   /** Sets the limit; the files are counted afresh (they were not while none was set). */
   setLimit(bytes: number | undefined): void {
     this.#limit = bytes ?? Infinity
-    this.#fileBytes = this.#limit === Infinity || !this.#mod ? 0 : treeBytes(this.#mod.FS.root as FsNode)
+    this.#fileBytes = this.limited && this.#mod ? treeBytes(this.#mod.FS.root) : 0
   }
 
   /** Whether the heap may grow to `size` bytes. */
@@ -70,18 +67,18 @@ export class MemoryBudget {
    * refused with `refuse()` past the limit, and what it changed is counted.
    */
   fileChange<T>(node: FsNode, more: number, op: () => T, refuse: () => Error): T {
-    if (this.#limit === Infinity || this.#inside || !isCounted(node)) return op()
+    if (!this.limited || this.#inside || !isCounted(node)) return op()
     if (more > 0 && this.heapBytes() + this.#fileBytes + more > this.#limit) {
       this.#refused()
       throw refuse()
     }
-    const before = bytesOf(node)
+    const before = ownBytes(node)
     this.#inside = true
     try {
       return op()
     } finally {
       this.#inside = false
-      this.#fileBytes += bytesOf(node) - before
+      this.#fileBytes += ownBytes(node) - before
     }
   }
 
@@ -96,8 +93,8 @@ export class MemoryBudget {
 
   /** A file left the tree (unlinked, or replaced by a rename): its bytes no longer count. */
   fileGone(node: FsNode | undefined): void {
-    if (this.#limit === Infinity || !node || !isCounted(node)) return
-    this.#fileBytes = Math.max(0, this.#fileBytes - bytesOf(node))
+    if (!this.limited || !node || !isCounted(node)) return
+    this.#fileBytes = Math.max(0, this.#fileBytes - ownBytes(node))
   }
 
   /** Counts the files of `mod`'s MEMFS from now on, and watches names leave. */
@@ -115,7 +112,7 @@ export function budgetOf(memfs: MemFs): MemoryBudget | undefined {
 }
 
 /** What a node of MEMFS holds of its own (a shared template array counts nothing until copied). */
-function bytesOf(node: FsNode): number {
+export function ownBytes(node: FsNode): number {
   return !node.pgwasmShared && node.contents instanceof Uint8Array ? node.contents.length : 0
 }
 
@@ -129,7 +126,7 @@ function treeBytes(dir: FsNode): number {
   if (!children || children instanceof Uint8Array) return 0
   for (const name in children) {
     const node = children[name]!
-    if (node.contents instanceof Uint8Array) total += isCounted(node) ? bytesOf(node) : 0
+    if (node.contents instanceof Uint8Array) total += isCounted(node) ? ownBytes(node) : 0
     else if (node !== dir && node.contents) total += treeBytes(node)
   }
   return total

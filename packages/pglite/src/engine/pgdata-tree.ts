@@ -1,5 +1,5 @@
 import type { EmscriptenFs, FsNode, FsStream, MemFs, PostgresModule, StreamWrite } from './emscripten.js'
-import { budgetOf } from './memory-budget.js'
+import { budgetOf, ownBytes } from './memory-budget.js'
 import { inNode } from './node-builtin.js'
 
 /** One file or directory of a data directory, path relative to its root. */
@@ -157,8 +157,9 @@ function installCopyOnWrite(mod: PostgresModule): void {
       try {
         const node = stream.node
         const budget = budgetOf(memfs)
-        if (!budget) return copyAndWrite(write, stream, buffer, offset, length, position, canOwn)
-        return budget.fileChange(node, position + length - ownCapacity(node), () => copyAndWrite(write, stream, buffer, offset, length, position, canOwn), refuse)
+        // Unlimited (the default): no closure on every file write.
+        if (!budget?.limited) return copyAndWrite(write, stream, buffer, offset, length, position, canOwn)
+        return budget.fileChange(node, position + length - ownBytes(node), () => copyAndWrite(write, stream, buffer, offset, length, position, canOwn), refuse)
       } catch (err) {
         throw noSpace(err)
       }
@@ -183,8 +184,8 @@ function installCopyOnWrite(mod: PostgresModule): void {
   memfs.expandFileStorage = (node, capacity) => {
     try {
       const budget = budgetOf(memfs)
-      if (!budget) expandFileStorage(node, capacity)
-      else budget.fileChange(node, capacity - ownCapacity(node), () => expandFileStorage(node, capacity), refuse)
+      if (!budget?.limited) expandFileStorage(node, capacity)
+      else budget.fileChange(node, capacity - ownBytes(node), () => expandFileStorage(node, capacity), refuse)
     } catch (err) {
       throw noSpace(err)
     }
@@ -192,17 +193,12 @@ function installCopyOnWrite(mod: PostgresModule): void {
   memfs.resizeFileStorage = (node, size) => {
     try {
       const budget = budgetOf(memfs)
-      if (!budget) resizeFileStorage(node, size)
-      else budget.fileChange(node, size - ownCapacity(node), () => resizeFileStorage(node, size), refuse)
+      if (!budget?.limited) resizeFileStorage(node, size)
+      else budget.fileChange(node, size - ownBytes(node), () => resizeFileStorage(node, size), refuse)
     } catch (err) {
       throw noSpace(err)
     }
   }
-}
-
-/** The bytes a file holds of its own: none while it shares a template's. */
-function ownCapacity(node: FsNode): number {
-  return !node.pgwasmShared && node.contents instanceof Uint8Array ? node.contents.length : 0
 }
 
 /** A stream write, after copying a shared file's contents (its first write). */

@@ -190,13 +190,17 @@ export function countOf(bytes: Uint8Array, section: Section | undefined): number
   return section ? new Reader(bytes, section.start).uleb() : 0
 }
 
+/** A section of these payload parts: its header (id and size) and them. */
+export function sectionOf(id: number, payload: readonly Uint8Array[]): Uint8Array[] {
+  const size = payload.reduce((n, p) => n + p.byteLength, 0)
+  return [Uint8Array.from([id, ...uleb(size)]), ...payload]
+}
+
 /** A section (header and payload) with one entry, `entry`, appended. */
 export function grown(bytes: Uint8Array, section: Section, entry: readonly number[]): Uint8Array[] {
   const reader = new Reader(bytes, section.start)
-  const count = uleb(reader.uleb() + 1)
-  const entries = bytes.subarray(reader.at, section.end)
-  const size = count.length + entries.byteLength + entry.length
-  return [Uint8Array.from([section.id, ...uleb(size), ...count]), entries, Uint8Array.from(entry)]
+  const count = Uint8Array.from(uleb(reader.uleb() + 1))
+  return sectionOf(section.id, [count, bytes.subarray(reader.at, section.end), Uint8Array.from(entry)])
 }
 
 /** A module rebuilt from its sections, some replaced; returns it and where its code section's original entries lie. */
