@@ -1328,9 +1328,15 @@ export class PGlite implements AsyncDisposable {
       try {
         const backend = this.#backend
         // Nothing of an in-memory database is kept: its module goes back to
-        // the pool for the next create() instead of a Postgres shutdown.
+        // the pool for the next create() instead of a Postgres shutdown, or
+        // is dropped when it cannot serve again (its shutdown checkpoint
+        // would only write files nobody reads, and can fail at a memory
+        // ceiling its heap already reached).
         const recycled = backend !== undefined && this.#releaseDir === undefined && recycleBackend(backend)
-        if (!recycled) backend?.shutdown(this.#closingNote())
+        if (!recycled && backend) {
+          if (backend.inMemory && this.#releaseDir === undefined && !this.#options.fs) backend.abandon()
+          else backend.shutdown(this.#closingNote())
+        }
       } finally {
         this.#closed = true
         this.#ready = false

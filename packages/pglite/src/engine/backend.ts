@@ -63,6 +63,15 @@ export interface BackendOptions {
 const EXIT_ALIVE = 99
 /** The patched top-level longjmp after an ERROR exits with this (docs/engine.md). */
 const EXIT_LONGJMP = 100
+/**
+ * A module whose memory grew past this is not reused: WASM memory never
+ * shrinks, so the next database would hold (and, under a `maxMemory`,
+ * count) what one large statement of the last one took. Modules start at
+ * 128 MiB and most stay there.
+ */
+const RECYCLE_MAX_BYTES = 256 * 1024 * 1024
+/** Error recovery passes in a row before an ERROR inside recovery is taken as the engine failing. */
+const RECOVERY_PASSES = 4
 const LOG_LINES_KEPT = 40
 /**
  * How long a request runs before the host is first asked whether it is to
@@ -447,10 +456,11 @@ export class Backend {
    * kept, so a checkpoint would be wasted) and returns its module, reset,
    * for the next restore: what makes create-query-close cycles cheap. Returns
    * `undefined` (and changes nothing) when the module cannot be reused: a
-   * directory mount, a dead engine, or a side module loaded.
+   * directory mount, a dead engine, a side module loaded, or a memory that
+   * grew past `RECYCLE_MAX_BYTES`.
    */
   recycle(): BlankModule | undefined {
-    if (this.#closed || this.#dead || !this.#inMemory || !this.isSnapshotable) return undefined
+    if (this.#closed || this.#dead || !this.#inMemory || !this.isSnapshotable || this.memoryBytes > RECYCLE_MAX_BYTES) return undefined
     try {
       resetForRestore(this.#mod, this.#control)
     } catch {
@@ -589,6 +599,11 @@ export class Backend {
     this.#control.budget.setLimit(bytes)
   }
 
+  /** Whether the database lives in the module's own memory (nothing of it outlives the module). */
+  get inMemory(): boolean {
+    return this.#inMemory
+  }
+
   /** Bytes of WASM linear memory currently allocated. */
   get memoryBytes(): number {
     return this.#mod.HEAPU8.byteLength
@@ -641,6 +656,28 @@ export class Backend {
    * handing every output chunk to `sink`. Throws EngineError if the engine
    * trapped or exited; the backend is then dead.
    */
+  /**
+   * Runs the main loop's error recovery. An ERROR raised inside it (out of
+   * memory while it formats the report of an out-of-memory ERROR) jumps
+   * back to the main loop's handler, as it does in a server's backend:
+   * recovery runs again, and elog's recursion guard makes each pass's
+   * report smaller (it resets ErrorContext). Past a few passes the engine
+   * is left to die as before.
+   */
+  #recover(): void {
+    const mod = this.#mod
+    for (let pass = 1; ; pass++) {
+      const sp = mod.stackSave()
+      try {
+        mod._PostgresMainLongJmp()
+        return
+      } catch (e) {
+        mod.stackRestore(sp)
+        if (!(isExitStatus(e) && e.status === EXIT_LONGJMP) || pass >= RECOVERY_PASSES) throw e
+      }
+    }
+  }
+
   exec(message: Uint8Array, sink: ProtocolSink): void {
     this.#lastSnapshot = undefined
     this.#assertAlive()
@@ -668,7 +705,7 @@ export class Backend {
           mod.stackRestore(sp)
           if (isExitStatus(thrown) && thrown.status === EXIT_LONGJMP) {
             // An ERROR: Postgres' own recovery (abort, emit E, skip to Sync).
-            mod._PostgresMainLongJmp()
+            this.#recover()
           } else {
             failure = thrown
             break
@@ -775,7 +812,7 @@ export class Backend {
     } catch (e) {
       mod.stackRestore(sp)
       if (!(isExitStatus(e) && e.status === EXIT_LONGJMP)) this.#die(e)
-      mod._PostgresMainLongJmp()
+      this.#recover()
       mod._PostgresSendReadyForQueryIfNecessary()
       mod._pgl_pq_flush()
       refused = true
