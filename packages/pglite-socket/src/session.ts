@@ -19,6 +19,7 @@ import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CacheP
 import { sessionObjectsMayChange } from './session-objects.js'
 import { mayNameInternal, withoutForeignNames } from './foreign-names.js'
 import { mayReachEveryClient, ownScoped } from './own-scope.js'
+import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { mayWaitForAdvisoryLock, refusedForBusyLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
@@ -192,7 +193,15 @@ function nulAfter(buffer: Uint8Array, from: number, end: number): number {
  */
 export class Session implements MuxClient {
   readonly processId = nextProcessId++
-  readonly leaseClient: LeaseClient = { id: this.processId, pid: this.processId }
+  readonly leaseClient: LeaseClient = {
+    id: this.processId,
+    pid: this.processId,
+    checkUtility: clientUtilityRules(this.processId, (kind, channel) => {
+      // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
+      this.#listens?.heard(kind, channel)
+      this.#batchListens = true
+    }),
+  }
   /** The server's cap on one request of this client (MuxClient). */
   readonly timeLimitMs: number | undefined
   readonly secret = randomInt(1, 0x7fffffff)

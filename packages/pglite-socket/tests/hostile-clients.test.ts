@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { endQuietly, useServedDatabase } from './helpers.js'
+import { endQuietly, useServedDatabase, type TestClient } from './helpers.js'
 
 /*
  * Attacks a hostile client of a shared engine found (issue "shared engine,
@@ -40,4 +40,95 @@ describe('a client that prepares statements until the engine is full', () => {
     expect((await fresh.query('select count(*)::int as n from keep')).rows).toEqual([{ n: 2 }])
     expect(victim.errors).toEqual([])
   }, 120_000)
+})
+
+/** `name` as a Unicode-escaped identifier: `U&"\0063..."`, every character escaped. */
+function unicodeEscaped(name: string): string {
+  return `U&"${[...name].map((ch) => `\\${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`).join('')}"`
+}
+
+const pidOf = (client: TestClient): number => (client as unknown as { processID: number }).processID
+
+describe("another client's prepared statements, named by escaped identifiers and dynamic SQL", () => {
+  const served = useServedDatabase({ role: 'app' })
+
+  /** A victim with a protocol-level named statement, and its name in the engine. */
+  async function victim(): Promise<{ victim: TestClient; engineName: string }> {
+    const victim = await served.connect()
+    expect((await victim.query({ name: 'mine', text: 'select $1::int * 2 as twice', values: [21] })).rows).toEqual([{ twice: 42 }])
+    return { victim, engineName: `c${pidOf(victim)}_mine` }
+  }
+
+  /** The victim still runs its own statement, with its own SQL. */
+  async function intact(v: TestClient): Promise<void> {
+    expect((await v.query({ name: 'mine', text: 'select $1::int * 2 as twice', values: [5] })).rows).toEqual([{ twice: 10 }])
+    const { rows } = await served.db.query<{ statement: string }>('select statement from pg_prepared_statements where name = $1', [`c${pidOf(v)}_mine`])
+    expect(rows).toEqual([{ statement: 'select $1::int * 2 as twice' }])
+  }
+
+  it('refuses DEALLOCATE and EXECUTE of it through a Unicode-escaped name with 26000', async () => {
+    const { victim: v, engineName } = await victim()
+    const attacker = await served.connect()
+    await expect(attacker.query(`deallocate ${unicodeEscaped(engineName)}`)).rejects.toMatchObject({ code: '26000', message: `prepared statement "${engineName}" does not exist` })
+    await expect(attacker.query(`execute ${unicodeEscaped(engineName)}(1)`)).rejects.toMatchObject({ code: '26000' })
+    await expect(attacker.query(`explain execute ${unicodeEscaped(engineName)}(1)`)).rejects.toMatchObject({ code: '26000' })
+    await expect(attacker.query(`create table stolen as execute ${unicodeEscaped(engineName)}(1)`)).rejects.toMatchObject({ code: '26000' })
+    await intact(v)
+  })
+
+  it('refuses them in dynamic SQL (DO blocks, EXECUTE format) with 26000', async () => {
+    const { victim: v, engineName } = await victim()
+    const attacker = await served.connect()
+    const literal = `'${engineName.slice(0, 3)}' || '${engineName.slice(3)}'`
+    await expect(attacker.query(`do $$ begin execute format('deallocate %I', ${literal}); end $$`)).rejects.toMatchObject({ code: '26000' })
+    await expect(attacker.query(`do $$ declare r record; begin execute 'execute ' || quote_ident(${literal}) || '(1)' into r; end $$`)).rejects.toMatchObject({
+      code: '26000',
+    })
+    await intact(v)
+  })
+
+  it('refuses PREPARE under its name (the forged-rows attack), plain, escaped and dynamic, with 42939', async () => {
+    const { victim: v, engineName } = await victim()
+    const attacker = await served.connect()
+    // Even once the victim's statement were gone, the attacker could not put its own SQL under the name.
+    for (const sql of [
+      `prepare ${engineName}(int) as select 666 as twice`,
+      `prepare ${unicodeEscaped(engineName)}(int) as select 666 as twice`,
+      `do $$ begin execute format('prepare %I(int) as select 666 as twice', '${engineName}'); end $$`,
+    ]) {
+      await expect(attacker.query(sql)).rejects.toMatchObject({ code: '42939' })
+    }
+    await intact(v)
+  })
+
+  it("refuses DEALLOCATE ALL, CLOSE ALL and DISCARD TEMP in dynamic SQL with 0A000, and everyone's statements stay", async () => {
+    const { victim: v } = await victim()
+    const attacker = await served.connect()
+    await attacker.query('prepare own_one as select 1')
+    for (const sql of ["do $$ begin execute 'deallocate all'; end $$", "do $$ begin execute 'close all'; end $$", "do $$ begin execute 'discard temp'; end $$"]) {
+      await expect(attacker.query(sql)).rejects.toMatchObject({ code: '0A000' })
+    }
+    await intact(v)
+    // The plain statement is still this client's own DEALLOCATE ALL.
+    await attacker.query('deallocate all')
+    await expect(attacker.query('execute own_one')).rejects.toMatchObject({ code: '26000' })
+    await intact(v)
+  })
+
+  it("keeps the other clients' LISTENs through an UNLISTEN * in dynamic SQL, and routes a LISTEN made there", async () => {
+    const listener = await served.connect()
+    await listener.query('listen news')
+    const heard: string[] = []
+    listener.on('notification', (n) => heard.push(`${n.channel}:${n.payload}`))
+    const attacker = await served.connect()
+    await attacker.query("do $$ begin execute 'unlisten *'; end $$")
+    const dynamic = await served.connect()
+    await dynamic.query("do $$ begin execute 'listen ' || 'alerts'; end $$")
+    const dynamicHeard: string[] = []
+    dynamic.on('notification', (n) => dynamicHeard.push(`${n.channel}:${n.payload}`))
+    await attacker.query("notify news, 'one'; notify alerts, 'two'")
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(heard).toEqual(['news:one'])
+    expect(dynamicHeard).toEqual(['alerts:two'])
+  })
 })

@@ -3,6 +3,7 @@ import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backe
 import type { EngineSnapshot } from './engine/snapshot.js'
 import { treeRelationBytes, type DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
+import type { UtilityRefusal, UtilityStatement } from './engine/utility-hook.js'
 import {
   ARRAY_TYPES_SQL,
   getMemoryTemplate,
@@ -144,6 +145,15 @@ export interface LeaseClient {
   readonly id: number
   /** What `pg_backend_pid()` returns to it: the process id its BackendKeyData gave it. */
   readonly pid: number
+  /**
+   * Asked before each statement of this client that names a prepared
+   * statement, a cursor or a LISTEN channel, or reaches all of them
+   * (`DEALLOCATE`, `EXECUTE`, `PREPARE`, `CLOSE`, `DECLARE`, `FETCH`,
+   * `MOVE`, `LISTEN`, `UNLISTEN`, `DISCARD ALL`/`TEMP`), with the name as
+   * Postgres parsed it, also in dynamic SQL. A refusal is raised as that
+   * statement's ERROR. It must not call the instance.
+   */
+  readonly checkUtility?: (statement: UtilityStatement) => UtilityRefusal | undefined
 }
 
 /** The transaction handle passed to {@link PGlite.transaction}'s callback. */

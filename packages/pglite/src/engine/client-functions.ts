@@ -1,6 +1,7 @@
 import { EngineError } from '../errors.js'
 import type { PostgresModule } from './emscripten.js'
 import type { GuardRecords, SessionGuards } from './session-guards.js'
+import { UtilityHook, type UtilityCheck } from './utility-hook.js'
 import { holdsCString, pointersTo, readStaticData } from './static-data.js'
 
 /*
@@ -100,6 +101,8 @@ function locate(heap: Uint8Array, heapBase: number): Map<string, number> {
 export interface EngineClient {
   readonly id: number
   readonly pid: number
+  /** Its rules on the utility statements it runs (utility-hook.ts). */
+  readonly checkUtility?: UtilityCheck
 }
 
 interface Held {
@@ -116,6 +119,7 @@ export class ClientFunctions {
   readonly #ex: WebAssembly.Exports
   readonly #guards: SessionGuards
   readonly #entries: Map<string, number>
+  readonly #utility: UtilityHook
   #client: EngineClient | undefined
   /** Session-level advisory locks: lock key -> holders (client id -> count) by mode. */
   readonly #locks = new Map<string, Held>()
@@ -137,6 +141,7 @@ export class ClientFunctions {
       builtinsByEngine.set(engine, entries)
     }
     this.#entries = entries
+    this.#utility = new UtilityHook(mod, instance, guards)
   }
 
   /** Points the built-in table's entries at the per-client versions; call once per module, before Postgres starts. */
@@ -151,11 +156,14 @@ export class ClientFunctions {
       this.callbacks.push(replacement)
       view.setUint32(entry + BUILTIN_FUNC, replacement, true)
     }
+    this.#utility.install()
+    this.callbacks.push(...this.#utility.callbacks)
   }
 
   /** The client whose statements run from now on; undefined for an in-process caller. */
   setClient(client: EngineClient | undefined): void {
     this.#client = client
+    this.#utility.setCheck(client?.checkUtility)
     if (client && client.id !== 0) this.#clients.set(client.pid, client.id)
   }
 
@@ -182,6 +190,7 @@ export class ClientFunctions {
     this.#clients.clear()
     this.#terminations = []
     this.#client = undefined
+    this.#utility.setCheck(undefined)
   }
 
   #call(op: Op, fcinfo: number, native: Fn): number {

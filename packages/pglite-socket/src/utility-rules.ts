@@ -1,0 +1,71 @@
+import type { UtilityRefusal, UtilityStatement } from '@pgwasm/pglite'
+
+/*
+ * One client's rules on the statements that name the engine session's
+ * prepared statements, cursors and LISTEN channels, which every client
+ * shares. The engine asks them with the name as Postgres parsed it, in the
+ * client's own statements and in any dynamic SQL they run (the core's
+ * `LeaseClient.checkUtility`), so an escaped identifier or an `EXECUTE
+ * format(...)` in a DO block meets the same rule as the plain statement.
+ * The text checks before a batch (foreign-names.ts, own-scope.ts) stay as
+ * the path for the plain forms, where they answer as Postgres would.
+ */
+
+/** A name the server gives a client's protocol-level statement or portal: the client's pid, then `_` or `.` (rename.ts). */
+const SERVER_GIVEN = /^c(\d+)[_.]/
+
+/** Whether `name` is one the server gave another client than `pid`. */
+export function isOtherClientsName(name: string, pid: number): boolean {
+  const owner = SERVER_GIVEN.exec(name)
+  return owner !== null && Number(owner[1]) !== pid
+}
+
+function reachesEveryClient(what: string, instead: string): UtilityRefusal {
+  return {
+    code: '0A000',
+    message: `${what} inside a function, a DO block or a combined statement is not supported by pgwasm-server`,
+    hint: `Every client's ${instead} live in one engine session. Send ${what} as a statement of its own: the server then runs it for this client's only.`,
+  }
+}
+
+/**
+ * The check for the client whose pid is `pid`. `heard` is told of each
+ * LISTEN and UNLISTEN (`null`: all) the engine is about to run for it.
+ */
+export function clientUtilityRules(pid: number, heard: (kind: 'listen' | 'unlisten', channel: string | null) => void) {
+  return (statement: UtilityStatement): UtilityRefusal | undefined => {
+    const { tag, name } = statement
+    switch (tag) {
+      case 'EXECUTE':
+      case 'DEALLOCATE':
+        return name !== null && isOtherClientsName(name, pid) ? { code: '26000', message: `prepared statement "${name}" does not exist` } : undefined
+      case 'CLOSE CURSOR':
+      case 'FETCH':
+      case 'MOVE':
+        return name !== null && isOtherClientsName(name, pid) ? { code: '34000', message: `cursor "${name}" does not exist` } : undefined
+      case 'PREPARE':
+      case 'DECLARE CURSOR':
+        return name !== null && isOtherClientsName(name, pid)
+          ? {
+              code: '42939',
+              message: `the name "${name}" is reserved: pgwasm-server gives it to another client's ${tag === 'PREPARE' ? 'prepared statement' : 'portal'}`,
+              hint: 'Choose a name that does not start with "c" and digits followed by "_" or ".".',
+            }
+          : undefined
+      case 'DEALLOCATE ALL':
+        return reachesEveryClient('DEALLOCATE ALL', 'prepared statements')
+      case 'CLOSE CURSOR ALL':
+        return reachesEveryClient('CLOSE ALL', 'cursors')
+      case 'DISCARD TEMP':
+        return reachesEveryClient('DISCARD TEMP', 'temporary tables')
+      case 'LISTEN':
+        heard('listen', name)
+        return undefined
+      case 'UNLISTEN':
+        heard('unlisten', name)
+        return undefined
+      default:
+        return undefined
+    }
+  }
+}

@@ -1,0 +1,160 @@
+import type { PostgresModule } from './emscripten.js'
+import type { RaisedError, SessionGuards } from './session-guards.js'
+
+/*
+ * A server's per-client rules on the statements that name session-wide
+ * objects (prepared statements, cursors, LISTEN channels), decided on what
+ * Postgres parsed rather than on the SQL text: `ProcessUtility_hook` sees
+ * every utility statement however it was written (a Unicode-escaped
+ * identifier, a comment between words) and wherever it runs (a DO block's
+ * or a function's dynamic SQL, `EXECUTE format(...)`). The hook is in
+ * place only while a server client with a check runs, so in-process
+ * callers pay nothing.
+ */
+
+/** A utility statement as the engine parsed it. */
+export interface UtilityStatement {
+  /** Postgres' command tag: `DEALLOCATE`, `DEALLOCATE ALL`, `EXECUTE`, `FETCH`, `UNLISTEN`... */
+  readonly tag: string
+  /**
+   * The prepared statement, cursor or channel it names, decoded (`null`:
+   * all of them, as `DEALLOCATE ALL`, `CLOSE ALL`, `UNLISTEN *`). For a
+   * statement that holds `EXECUTE`s (EXPLAIN, CREATE TABLE AS), one
+   * statement is reported per `EXECUTE`, with tag `EXECUTE`.
+   */
+  readonly name: string | null
+  /** False inside a function, a DO block or other dynamic SQL. */
+  readonly topLevel: boolean
+}
+
+/** The ERROR a refused statement raises instead of running. */
+export type UtilityRefusal = RaisedError
+
+/** Decides on one statement; a refusal is raised as the statement's ERROR. */
+export type UtilityCheck = (statement: UtilityStatement) => UtilityRefusal | undefined
+
+/**
+ * `PlannedStmt.utilityStmt` on wasm32 in PostgreSQL 18 (type, commandType,
+ * queryId and planId as int64, six bools, jitFlags, then fourteen pointers).
+ */
+const PLANNED_UTILITY_STMT = 88
+/** `PROCESS_UTILITY_TOPLEVEL` in utility.h. */
+const TOPLEVEL = 0
+/**
+ * Statements whose name is the first field after the node tag
+ * (`DeallocateStmt.name`, `ExecuteStmt.name`, `PrepareStmt.name`,
+ * `ClosePortalStmt.portalname`, `DeclareCursorStmt.portalname`,
+ * `ListenStmt.conditionname`, `UnlistenStmt.conditionname`).
+ */
+const NAME_FIRST = new Set(['DEALLOCATE', 'DEALLOCATE ALL', 'EXECUTE', 'PREPARE', 'CLOSE CURSOR', 'CLOSE CURSOR ALL', 'DECLARE CURSOR', 'LISTEN', 'UNLISTEN'])
+/** `FetchStmt` has its portal name after the direction and count: read from the node's text form. */
+const FETCHING = new Set(['FETCH', 'MOVE'])
+/** Statements that may hold an `ExecuteStmt` that does not pass through the hook on its own. */
+const HOLDING_EXECUTE = new Set(['EXPLAIN', 'CREATE TABLE AS', 'SELECT', 'CREATE MATERIALIZED VIEW'])
+/** Statements checked with no name (they reach every client's objects). */
+const NAMELESS = new Set(['DISCARD ALL', 'DISCARD TEMP'])
+
+type Fn = (...args: number[]) => number
+
+export class UtilityHook {
+  readonly callbacks: number[] = []
+  readonly #mod: PostgresModule
+  readonly #ex: Record<string, Fn>
+  readonly #guards: SessionGuards
+  readonly #hookAt: number
+  readonly #table: WebAssembly.Table
+  #hook = 0
+  /** What the hook pointed at before ours went in (0: Postgres' own processing). */
+  #previous = 0
+  #check: UtilityCheck | undefined
+
+  constructor(mod: PostgresModule, instance: WebAssembly.Instance, guards: SessionGuards) {
+    this.#mod = mod
+    this.#ex = instance.exports as unknown as Record<string, Fn>
+    this.#guards = guards
+    this.#hookAt = (instance.exports.ProcessUtility_hook as WebAssembly.Global).value as number
+    this.#table = instance.exports.__indirect_function_table as WebAssembly.Table
+  }
+
+  /** Registers the hook function; call once per module. It is put in place by {@link setCheck}. */
+  install(): void {
+    this.#hook = this.#mod.addFunction((pstmt: number, query: number, readOnly: number, context: number, params: number, env: number, dest: number, qc: number) => {
+      const check = this.#check
+      if (check) this.#decide(check, pstmt, context)
+      const next = this.#previous === 0 ? this.#ex.standard_ProcessUtility! : (this.#table.get(this.#previous) as Fn)
+      next(pstmt, query, readOnly, context, params, env, dest, qc)
+      return 0
+    }, 'viiiiiiii')
+    this.callbacks.push(this.#hook)
+  }
+
+  /** The check for the statements that run from now on; undefined takes the hook out. */
+  setCheck(check: UtilityCheck | undefined): void {
+    this.#check = check
+    const heap = new DataView(this.#mod.HEAPU8.buffer)
+    const current = heap.getUint32(this.#hookAt, true)
+    if (check && current !== this.#hook) {
+      this.#previous = current
+      heap.setUint32(this.#hookAt, this.#hook, true)
+    } else if (!check && current === this.#hook) {
+      // A library loaded since may have chained ours: then it stays, asking nothing.
+      heap.setUint32(this.#hookAt, this.#previous, true)
+    }
+  }
+
+  #decide(check: UtilityCheck, pstmt: number, context: number): void {
+    const mod = this.#mod
+    const view = new DataView(mod.HEAPU8.buffer)
+    const node = view.getUint32(pstmt + PLANNED_UTILITY_STMT, true)
+    if (node === 0) return
+    const tag = mod.UTF8ToString(this.#ex.GetCommandTagName!(this.#ex.CreateCommandTag!(node)))
+    const topLevel = context === TOPLEVEL
+    const statements: UtilityStatement[] = []
+    if (NAME_FIRST.has(tag)) {
+      const name = view.getUint32(node + 4, true)
+      statements.push({ tag, name: name === 0 ? null : mod.UTF8ToString(name), topLevel })
+    } else if (FETCHING.has(tag)) {
+      statements.push({ tag, name: fieldToken(this.#text(node), 'portalname'), topLevel })
+    } else if (HOLDING_EXECUTE.has(tag)) {
+      for (const name of executedNames(this.#text(node))) statements.push({ tag: 'EXECUTE', name, topLevel })
+    } else if (NAMELESS.has(tag)) {
+      statements.push({ tag, name: null, topLevel })
+    }
+    for (const statement of statements) {
+      const refusal = check(statement)
+      if (refusal) this.#guards.raise(refusal)
+    }
+  }
+
+  /** The node's text form (`nodeToString`), allocated in the statement's memory context. */
+  #text(node: number): string {
+    return this.#mod.UTF8ToString(this.#ex.nodeToString!(node))
+  }
+}
+
+/**
+ * A string field of a node's text form: `:field <token>`, the token with
+ * outfuncs' backslash escapes; `<>` is NULL, `""` the empty string.
+ */
+export function fieldToken(text: string, field: string, from = 0): string | null {
+  const at = text.indexOf(` :${field} `, from)
+  if (at < 0) return null
+  let i = at + field.length + 3
+  if (text.startsWith('<>', i)) return null
+  if (text.startsWith('""', i)) return ''
+  let token = ''
+  for (; i < text.length; i++) {
+    const c = text[i]!
+    if (c === '\\' && i + 1 < text.length) token += text[++i]
+    else if (c === ' ' || c === '\n' || c === '\t' || c === '}' || c === ')') break
+    else token += c
+  }
+  return token
+}
+
+/** The names of the `EXECUTE`s held in a node's text form. */
+export function executedNames(text: string): (string | null)[] {
+  const names: (string | null)[] = []
+  for (let at = text.indexOf('{EXECUTESTMT'); at >= 0; at = text.indexOf('{EXECUTESTMT', at + 1)) names.push(fieldToken(text, 'name', at))
+  return names
+}
