@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises'
 import { AuthThrottle } from './auth-throttle.js'
 import { PGlite } from '@pgwasm/pglite'
 import type { AuthMethod } from './auth.js'
@@ -204,8 +205,7 @@ export class DatabaseHost implements SessionHost {
   async #defaultCreate(name: string): Promise<SocketDatabase> {
     const dir = this.#main.dataDir
     const onDisk = dir && !dir.startsWith('memory://')
-    const safe = name.replace(/[^\w.-]/g, '_')
-    return PGlite.create(onDisk ? `${dir.replace(/\/+$/, '')}.db-${safe}` : undefined)
+    return PGlite.create(onDisk ? await databaseFolder(dir, name) : undefined)
   }
 
   dropped(name: string): void {
@@ -256,4 +256,37 @@ export class DatabaseHost implements SessionHost {
     this.#others.clear()
     await Promise.all(dbs.map((p) => p.then((d) => d.close()).catch(() => {})))
   }
+}
+
+/**
+ * The folder of database `name` beside the main one's `dir`: one folder per
+ * name and one name per folder. Lower-case letters, digits, `.`, `_` and `-`
+ * stay; any other byte of the name's UTF-8 is written `%XX`, so `x y`
+ * (`x%20y`) and `x_y` are two folders, and so are `Foo` and `foo` on a
+ * file system that ignores case. A folder an earlier version made for a
+ * name it wrote unchanged (letters of either case, digits, `_`, `.`, `-`)
+ * is still found under that name.
+ */
+export async function databaseFolder(dir: string, name: string): Promise<string> {
+  const base = `${dir.replace(/\/+$/, '')}.db-`
+  const folder = base + encodeDatabaseName(name)
+  const earlier = base + name
+  if (folder !== earlier && /^[\w.-]+$/.test(name) && !(await exists(folder)) && (await exists(earlier))) return earlier
+  return folder
+}
+
+export function encodeDatabaseName(name: string): string {
+  let out = ''
+  for (const byte of new TextEncoder().encode(name)) {
+    const raw = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte === 0x2e || byte === 0x5f || byte === 0x2d
+    out += raw ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  }
+  return out
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  )
 }

@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest'
-import { endQuietly, useServedDatabase, type TestClient } from './helpers.js'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PGlite } from '@pgwasm/pglite'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { endQuietly, pgClient, serve, useServedDatabase, type Served, type TestClient } from './helpers.js'
 
 /*
  * Attacks a hostile client of a shared engine found (issue "shared engine,
@@ -130,5 +134,47 @@ describe("another client's prepared statements, named by escaped identifiers and
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect(heard).toEqual(['news:one'])
     expect(dynamicHeard).toEqual(['alerts:two'])
+  })
+})
+
+describe('database names on a directory server', () => {
+  let dir: string
+  let served: Served | undefined
+  let main: PGlite | undefined
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pgwasm-names-'))
+    main = await PGlite.create(join(dir, 'main'))
+    served = await serve(main, { createDatabaseOnConnect: true })
+  })
+  afterAll(async () => {
+    await served?.server.stop()
+    await main?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('keeps "x y", "x_y", "X_Y" and "x%20y" apart: each its own folder, its own tables, and no connection ended', async () => {
+    const names = ['x y', 'x_y', 'X_Y', 'x%20y']
+    const clients = await Promise.all(names.map((database) => pgClient(served!.port, { database })))
+    try {
+      for (const [i, c] of clients.entries()) await c.query(`create table mine (n int); insert into mine values (${i})`)
+      for (const [i, c] of clients.entries()) expect((await c.query('select n from mine')).rows).toEqual([{ n: i }])
+      expect(clients.flatMap((c) => c.errors)).toEqual([])
+      const folders = readdirSync(dir).filter((f) => f.startsWith('main.db-')).sort()
+      expect(folders).toEqual(['main.db-%58_%59', 'main.db-x%20y', 'main.db-x%2520y', 'main.db-x_y'])
+    } finally {
+      await Promise.all(clients.map((c) => endQuietly(c)))
+    }
+  })
+
+  it('still finds a folder an earlier version made for a name it kept as it was', async () => {
+    const earlier = await PGlite.create(join(dir, 'main.db-Old_Name'))
+    await earlier.exec("create table kept (v text); insert into kept values ('from before')")
+    await earlier.close()
+    const c = await pgClient(served!.port, { database: 'Old_Name' })
+    try {
+      expect((await c.query('select v from kept')).rows).toEqual([{ v: 'from before' }])
+    } finally {
+      await endQuietly(c)
+    }
   })
 })
