@@ -127,12 +127,12 @@ export class Multiplexer {
     this.#lastRunner = client
     const lease = this.#lease!
     try {
-      // pg_backend_pid() and session advisory locks answer for this client.
-      lease.runFor(client.leaseClient ?? NO_CLIENT)
       lease.limitTime(client.timeLimitMs)
       lease.stopWhen(client.stopRequested)
       if (client.processId !== undefined && !client.closed) this.#clients.set(client.processId, client)
       this.#restoreSettings(client, lease)
+      // pg_backend_pid(), session advisory locks and the utility rules answer for this client.
+      lease.runFor(client.leaseClient ?? NO_CLIENT)
       // Its temporary relations by their names, and no other client's.
       if (!client.closed && this.objects.switchTo(lease, client)) this.cacheEpoch++
       return work(lease)
@@ -161,6 +161,8 @@ export class Multiplexer {
       return
     }
     try {
+      // The server's own statements, not the client's (nor the last one's).
+      lease.runFor(NO_CLIENT)
       applyClientSettings(lease, wanted, current)
     } catch {
       return // The engine died: the batch reports it.
@@ -208,6 +210,9 @@ export class Multiplexer {
         // In-process callers may have run anything since the engine was last ours.
         this.cacheEpoch++
         this.readSettings(lease)
+        // Theirs to find again when the lease goes back: no client's SET reaches them.
+        this.#hostSettings = readClientSettings(lease)
+        this.#sessionSettings = this.#hostSettings
       },
       (err: unknown) => {
         if (this.#owner === client) this.#owner = undefined
@@ -256,9 +261,29 @@ export class Multiplexer {
       this.#keepLeaseForNow()
       return
     }
-    lease?.release()
-    this.#lease = undefined
+    this.#giveBack(lease)
     this.#wakeNext()
+  }
+
+  /** The settings in-process callers had when the lease was taken. */
+  #hostSettings: ClientSettings = NO_SETTINGS
+
+  /** Returns the lease to the instance, its session settings as in-process callers left them. */
+  #giveBack(lease: EngineLease | undefined): void {
+    if (lease) {
+      const current = this.#sessionSettings ?? NO_SETTINGS
+      if (!sameSettings(current, this.#hostSettings)) {
+        try {
+          lease.runFor(NO_CLIENT)
+          applyClientSettings(lease, this.#hostSettings, current)
+        } catch {
+          // The engine died: nothing of the session is left to restore.
+        }
+      }
+      this.#sessionSettings = undefined
+      lease.release()
+    }
+    this.#lease = undefined
   }
 
   /**
@@ -277,8 +302,7 @@ export class Multiplexer {
   readonly #releaseIdle = (): void => {
     this.#idleRelease = undefined
     if (this.#owner !== undefined || !this.#lease) return
-    this.#lease.release()
-    this.#lease = undefined
+    this.#giveBack(this.#lease)
   }
 
   #wakeNext(): void {

@@ -58,10 +58,13 @@ export function startupSettings(params: ReadonlyMap<string, string>): ClientSett
   return settings
 }
 
+// SET SESSION AUTHORIZATION and SET ROLE are a client's own too (is_superuser
+// follows them). pg_settings does not list them: read by name, always, so
+// that clients that did not change them all read the same.
 const READ = queryMessage(
-  `select coalesce(pg_catalog.json_object_agg(name, setting), '{}')::text from pg_catalog.pg_settings ` +
-    `where source in ('session', 'client') and name not in ('session_authorization', 'role', 'is_superuser') ` +
-    `and name not like 'transaction\\_%'`,
+  `select (pg_catalog.jsonb_build_object('session_authorization', pg_catalog.current_setting('session_authorization'), 'role', pg_catalog.current_setting('role')) || ` +
+    `coalesce(pg_catalog.jsonb_object_agg(name, setting), '{}'))::text from pg_catalog.pg_settings ` +
+    `where source in ('session', 'client') and name not in ('is_superuser', 'transaction_isolation', 'transaction_read_only', 'transaction_deferrable')`,
 )
 
 /** The session's settings as they stand (read right after the client's batch, before anyone else runs). */
@@ -94,10 +97,14 @@ export function dollarQuote(value: string, base = 'v'): string {
  */
 export function applyClientSettings(lease: EngineLease, wanted: ClientSettings, current: ClientSettings): void {
   let body = ''
-  for (const name of current.keys()) {
-    if (!wanted.has(name)) body += ` BEGIN EXECUTE pg_catalog.format('RESET %I', ${dollarQuote(name)}); EXCEPTION WHEN OTHERS THEN NULL; END;`
+  // RESET session_authorization resets the role too: it goes last.
+  const gone = [...current.keys()].filter((name) => !wanted.has(name)).sort((a, b) => Number(a === 'session_authorization') - Number(b === 'session_authorization'))
+  for (const name of gone) {
+    body += ` BEGIN EXECUTE pg_catalog.format('RESET %I', ${dollarQuote(name)}); EXCEPTION WHEN OTHERS THEN NULL; END;`
   }
-  for (const [name, value] of wanted) {
+  // Setting session_authorization resets the role: it goes first.
+  const order = [...wanted].sort(([a], [b]) => Number(b === 'session_authorization') - Number(a === 'session_authorization'))
+  for (const [name, value] of order) {
     if (current.get(name) !== value) {
       body += ` BEGIN PERFORM pg_catalog.set_config(${dollarQuote(name)}, ${dollarQuote(value)}, false); EXCEPTION WHEN OTHERS THEN NULL; END;`
     }

@@ -196,10 +196,14 @@ export class Session implements MuxClient {
   readonly leaseClient: LeaseClient = {
     id: this.processId,
     pid: this.processId,
-    checkUtility: clientUtilityRules(this.processId, (kind, channel) => {
-      // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
-      this.#listens?.heard(kind, channel)
-      this.#batchListens = true
+    checkUtility: clientUtilityRules(this.processId, {
+      heard: (kind, channel) => {
+        // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
+        this.#listens?.heard(kind, channel)
+        this.#batchListens = true
+      },
+      // A function's set_config() or dynamic SET: the settings are read after the batch.
+      settingChanged: () => (this.#splitter.meaningMayChange = true),
     }),
   }
   /** The server's cap on one request of this client (MuxClient). */

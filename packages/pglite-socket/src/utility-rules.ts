@@ -28,11 +28,16 @@ function reachesEveryClient(what: string, instead: string): UtilityRefusal {
   }
 }
 
-/**
- * The check for the client whose pid is `pid`. `heard` is told of each
- * LISTEN and UNLISTEN (`null`: all) the engine is about to run for it.
- */
-export function clientUtilityRules(pid: number, heard: (kind: 'listen' | 'unlisten', channel: string | null) => void) {
+/** What a client's session learns from the statements the engine runs for it. */
+export interface UtilityEvents {
+  /** A LISTEN or UNLISTEN (`null`: all) is about to run. */
+  heard(kind: 'listen' | 'unlisten', channel: string | null): void
+  /** A SET, RESET or set_config() is about to run (in a function's body too). */
+  settingChanged(): void
+}
+
+/** The check for the client whose pid is `pid`. */
+export function clientUtilityRules(pid: number, events: UtilityEvents) {
   return (statement: UtilityStatement): UtilityRefusal | undefined => {
     const { tag, name } = statement
     switch (tag) {
@@ -59,10 +64,14 @@ export function clientUtilityRules(pid: number, heard: (kind: 'listen' | 'unlist
       case 'DISCARD TEMP':
         return reachesEveryClient('DISCARD TEMP', 'temporary tables')
       case 'LISTEN':
-        heard('listen', name)
+        events.heard('listen', name)
         return undefined
       case 'UNLISTEN':
-        heard('unlisten', name)
+        events.heard('unlisten', name)
+        return undefined
+      case 'SET':
+      case 'RESET':
+        events.settingChanged()
         return undefined
       default:
         return undefined

@@ -178,3 +178,47 @@ describe('database names on a directory server', () => {
     }
   })
 })
+
+describe("settings changed by any route stay the client's own", () => {
+  const served = useServedDatabase({}, async (db) => {
+    await db.exec(`create table notes (v text); create role bob; grant all on notes to bob`)
+  })
+
+  /** What a client (or the host) sees of the settings the attacks change. */
+  async function settings(c: { query: PGlite['query'] }): Promise<Record<string, string>> {
+    const { rows } = await c.query<Record<string, string>>(
+      `select current_setting('search_path') as search_path, current_setting('default_transaction_read_only') as read_only, ` +
+        `current_setting('transaction_timeout') as transaction_timeout, current_user::text as who`,
+    )
+    return rows[0]!
+  }
+  const viaPg = (c: TestClient): { query: PGlite['query'] } => ({ query: (async (sql: string) => c.query(sql)) as unknown as PGlite['query'] })
+
+  it("keeps a function's set_config(), a dynamic SET, transaction_timeout and SET SESSION AUTHORIZATION from the other clients and the host", async () => {
+    const other = await served.connect()
+    const before = await settings(viaPg(other))
+    const hostBefore = await settings(served.db)
+    const attacker = await served.connect()
+    await attacker.query(
+      `create function quietly() returns void language plpgsql as $$ begin ` +
+        `perform set_config('search_path', 'pg_catalog', false); perform set_config('default_transaction_read_only', 'on', false); end $$`,
+    )
+    await attacker.query('select quietly()')
+    await attacker.query(`do $$ begin execute 'set transaction_timeout = ''1s'''; end $$`)
+    await attacker.query('set session authorization bob')
+    const attacked = { search_path: 'pg_catalog', read_only: 'on', transaction_timeout: '1s', who: 'bob' }
+    expect(await settings(viaPg(attacker))).toEqual(attacked)
+
+    expect(await settings(viaPg(other))).toEqual(before)
+    await other.query(`insert into notes values ('still writable')`)
+    expect(await settings(served.db)).toEqual(hostBefore)
+    await served.db.query(`insert into notes values ('host too')`)
+    // Its own session keeps them, as a backend of its own would.
+    expect(await settings(viaPg(attacker))).toEqual(attacked)
+    await attacker.query('reset session authorization')
+    expect((await settings(viaPg(attacker))).who).toBe(before.who)
+    await endQuietly(attacker)
+    expect(await settings(viaPg(other))).toEqual(before)
+    expect(await settings(served.db)).toEqual(hostBefore)
+  })
+})

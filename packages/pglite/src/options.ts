@@ -242,6 +242,10 @@ export function startArgsFor(options: PGliteOptions, inMemory: boolean, relation
   // leave a database that no longer opens (shared_buffers = '100GB'). Settings
   // come through the options instead; an explicit one below still wins.
   args.unshift('-c', 'allow_alter_system=off')
+  // `-O` (PGlite's arguments) lets SQL change the system catalogs' definitions:
+  // `TRUNCATE pg_database` would leave a directory that no longer opens. As on a
+  // server, a superuser may still SET it for a session.
+  args.push('-c', 'allow_system_table_mods=off')
   if (options.debug) args.push('-d', String(options.debug))
   for (const [name, value] of confEntries(options.postgresqlConf ?? options.postgresqlconf)) args.push('-c', `${name}=${value}`)
   return args

@@ -147,10 +147,11 @@ export interface LeaseClient {
   readonly pid: number
   /**
    * Asked before each statement of this client that names a prepared
-   * statement, a cursor or a LISTEN channel, or reaches all of them
-   * (`DEALLOCATE`, `EXECUTE`, `PREPARE`, `CLOSE`, `DECLARE`, `FETCH`,
-   * `MOVE`, `LISTEN`, `UNLISTEN`, `DISCARD ALL`/`TEMP`), with the name as
-   * Postgres parsed it, also in dynamic SQL. A refusal is raised as that
+   * statement, a cursor, a LISTEN channel or a setting, or reaches all of
+   * them (`DEALLOCATE`, `EXECUTE`, `PREPARE`, `CLOSE`, `DECLARE`, `FETCH`,
+   * `MOVE`, `LISTEN`, `UNLISTEN`, `SET`, `RESET`, `DISCARD ALL`/`TEMP`, and
+   * each `set_config()` call as `SET`), with the name as Postgres parsed
+   * it, also in dynamic SQL and in functions. A refusal is raised as that
    * statement's ERROR. It must not call the instance.
    */
   readonly checkUtility?: (statement: UtilityStatement) => UtilityRefusal | undefined

@@ -144,6 +144,11 @@ describe('no statement leaves a database that does not open again', () => {
     { sql: `update pg_database set datname = 'gone' where datname = current_database()`, code: '42501' },
     { sql: `delete from pg_namespace where nspname = 'public'`, code: '42501' },
     { sql: `with gone as (delete from pg_catalog.pg_class where relname = 'kept' returning 1) select count(*) from gone`, code: '42501' },
+    // Catalogs' definitions changed by DDL, as a server refuses it ("is a system catalog").
+    { sql: `truncate pg_database`, code: '42501' },
+    { sql: `truncate pg_namespace cascade`, code: '42501' },
+    { sql: `alter table pg_class add column x int`, code: '42501' },
+    { sql: `create index on pg_attribute (attname)`, code: '42501' },
   ]
   let dir: string
   beforeAll(async () => {

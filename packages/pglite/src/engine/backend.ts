@@ -413,6 +413,7 @@ export class Backend {
         })
       }
       mod._pgl_startPGlite()
+      backend.#setSessionUser(options.username, false)
       if (nodeDir !== undefined) backend.#recordOnShutdown = (note) => recordCleanShutdown(nodeDir, assets.engineVersion, note)
     } catch (err) {
       backend.#teardown()
@@ -802,13 +803,22 @@ export class Backend {
    * the role (the session is as it was).
    */
   lockSessionUser(role: string): void {
+    this.#setSessionUser(role, true)
+  }
+
+  /**
+   * Makes `role` what the session user goes back to (RESET SESSION
+   * AUTHORIZATION, DISCARD ALL), as a server's login does: a single-user
+   * start leaves that value unset, and such a RESET did nothing.
+   */
+  #setSessionUser(role: string, lock: boolean): void {
     this.#assertAlive()
     const mod = this.#mod
     this.exec(BEGIN, discard)
     const sp = mod.stackSave()
     let refused = false
     try {
-      this.#guards.lockSessionUser(role)
+      this.#guards.setSessionUser(role, lock)
     } catch (e) {
       mod.stackRestore(sp)
       if (!(isExitStatus(e) && e.status === EXIT_LONGJMP)) this.#die(e)

@@ -36,6 +36,7 @@ type Op =
   | { kind: 'unlock'; mode: Mode; int4: boolean }
   | { kind: 'unlock-all' }
   | { kind: 'xact'; mode: Mode; wait: boolean; int4: boolean }
+  | { kind: 'setting' }
 
 function advisory(prefix: string, make: (mode: Mode, int4: boolean) => Op): [string, Op][] {
   return (['exclusive', 'shared'] as const).flatMap((mode) =>
@@ -48,6 +49,8 @@ const OVERRIDDEN = new Map<string, Op>([
   ['pg_backend_pid', { kind: 'pid' }],
   ['pg_terminate_backend', { kind: 'terminate' }],
   ['pg_cancel_backend', { kind: 'cancel' }],
+  // set_config(): reported to the client's utility check as the SET it is, wherever SQL calls it.
+  ['set_config_by_name', { kind: 'setting' }],
   ...advisory('pg_advisory_lock', (mode, int4) => ({ kind: 'lock', mode, wait: true, int4 })),
   ...advisory('pg_try_advisory_lock', (mode, int4) => ({ kind: 'lock', mode, wait: false, int4 })),
   ...advisory('pg_advisory_unlock', (mode, int4) => ({ kind: 'unlock', mode, int4 })),
@@ -213,6 +216,17 @@ export class ClientFunctions {
       case 'unlock-all':
         this.forgetClient(this.#owner)
         return 0
+      case 'setting': {
+        const check = this.#client?.checkUtility
+        if (check) {
+          const view = new DataView(this.#mod.HEAPU8.buffer)
+          // A NULL name is Postgres' own error to raise.
+          const name = view.getUint8(fcinfo + FCINFO_ARGS + 4) ? null : this.#mod.UTF8ToString(this.#fn('text_to_cstring')(view.getUint32(fcinfo + FCINFO_ARGS, true)))
+          const refusal = check({ tag: 'SET', name, topLevel: false })
+          if (refusal) this.#guards.raise(refusal)
+        }
+        return native(fcinfo)
+      }
       case 'xact': {
         const key = this.#key(fcinfo, op.int4)
         if (this.#conflicts(key, op.mode)) {
@@ -222,6 +236,10 @@ export class ClientFunctions {
         return native(fcinfo)
       }
     }
+  }
+
+  #fn(name: string): Fn {
+    return this.#ex[name] as Fn
   }
 
   /** Client 0 is an in-process caller. */

@@ -333,15 +333,21 @@ export class SessionGuards {
    * requests; an ERROR (a missing role) throws what the error longjmp throws.
    */
   lockSessionUser(role: string): void {
+    this.setSessionUser(role, true)
+  }
+
+  /** Makes `role` the session user and the value RESET goes back to; `lock`: for good (see `lockSessionUser`). */
+  setSessionUser(role: string, lock: boolean): void {
     const mod = this.#mod
     const sp = mod.stackSave()
-    this.#lockedUser = role
+    const before = this.#lockedUser
+    if (lock) this.#lockedUser = role
     try {
       // PGC_BACKEND, PGC_S_OVERRIDE: what InitPostgres does for the user a
       // client logs in as, so it is also the value RESET goes back to.
       ;(this.#ex.SetConfigOption as Fn)(mod.stringToUTF8OnStack('session_authorization'), mod.stringToUTF8OnStack(role), 4, 10)
     } catch (e) {
-      this.#lockedUser = undefined
+      this.#lockedUser = before
       throw e
     } finally {
       mod.stackRestore(sp)

@@ -14,7 +14,11 @@ import type { RaisedError, SessionGuards } from './session-guards.js'
 
 /** A utility statement as the engine parsed it. */
 export interface UtilityStatement {
-  /** Postgres' command tag: `DEALLOCATE`, `DEALLOCATE ALL`, `EXECUTE`, `FETCH`, `UNLISTEN`... */
+  /**
+   * Postgres' command tag: `DEALLOCATE`, `DEALLOCATE ALL`, `EXECUTE`,
+   * `FETCH`, `UNLISTEN`, `SET`, `RESET`... A `set_config()` call is
+   * reported as `SET` (not top-level), with the setting's name.
+   */
   readonly tag: string
   /**
    * The prepared statement, cursor or channel it names, decoded (`null`:
@@ -47,6 +51,9 @@ const TOPLEVEL = 0
  * `ListenStmt.conditionname`, `UnlistenStmt.conditionname`).
  */
 const NAME_FIRST = new Set(['DEALLOCATE', 'DEALLOCATE ALL', 'EXECUTE', 'PREPARE', 'CLOSE CURSOR', 'CLOSE CURSOR ALL', 'DECLARE CURSOR', 'LISTEN', 'UNLISTEN'])
+/** `VariableSetStmt`: its kind, then the setting's name (`null` for RESET ALL). */
+const SETTING = new Set(['SET', 'RESET'])
+const VARIABLE_SET_NAME = 8
 /** `FetchStmt` has its portal name after the direction and count: read from the node's text form. */
 const FETCHING = new Set(['FETCH', 'MOVE'])
 /** Statements that may hold an `ExecuteStmt` that does not pass through the hook on its own. */
@@ -112,6 +119,9 @@ export class UtilityHook {
     const statements: UtilityStatement[] = []
     if (NAME_FIRST.has(tag)) {
       const name = view.getUint32(node + 4, true)
+      statements.push({ tag, name: name === 0 ? null : mod.UTF8ToString(name), topLevel })
+    } else if (SETTING.has(tag)) {
+      const name = view.getUint32(node + VARIABLE_SET_NAME, true)
       statements.push({ tag, name: name === 0 ? null : mod.UTF8ToString(name), topLevel })
     } else if (FETCHING.has(tag)) {
       statements.push({ tag, name: fieldToken(this.#text(node), 'portalname'), topLevel })
