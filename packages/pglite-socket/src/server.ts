@@ -26,12 +26,22 @@ export interface PGliteServerOptions extends HostOptions {
    */
   readonly maxUnreadBytes?: number
   /**
+   * Unread output of all clients together beyond which the client whose
+   * output passes it is dropped: without it, clients that never read could
+   * make the server hold `maxUnreadBytes` times `maxConnections`.
+   * @default 1073741824 (1 GiB)
+   */
+  readonly maxUnreadBytesTotal?: number
+  /**
    * Let a CancelRequest stop a statement while it runs, through a small
    * helper process that shares the listening socket (see the README). Off:
    * only a statement that waits for the engine can be canceled. @default true
    */
   readonly cancelRunning?: boolean
 }
+
+/** Below this a client's unread output is not worth adding up with the others'. */
+const UNREAD_SUM_FROM = 4 * 1024 * 1024
 
 export type ServerAddress = { readonly host: string; readonly port: number } | { readonly path: string }
 
@@ -62,6 +72,13 @@ export class PGliteServer extends EventEmitter {
     super()
     this.#options = options
     this.#host = new DatabaseHost(options)
+  }
+
+  /** Output waiting in every client's socket. */
+  #unreadBytes(): number {
+    let total = 0
+    for (const socket of this.#sockets) total += socket.writableLength
+    return total
   }
 
   /** Where the server listens, once started. */
@@ -203,12 +220,15 @@ export class PGliteServer extends EventEmitter {
       return
     }
     const maxUnread = this.#options.maxUnreadBytes ?? 256 * 1024 * 1024
+    const maxUnreadTotal = this.#options.maxUnreadBytesTotal ?? 1024 * 1024 * 1024
     const session = new Session(this.#host, {
       write: (bytes) => {
         if (socket.destroyed) return
         socket.write(bytes)
-        // A client that does not read must not make the server hold its results without end.
-        if (socket.writableLength > maxUnread) socket.destroy()
+        // A client that does not read must not make the server hold its results without end,
+        // nor many such clients together.
+        const unread = socket.writableLength
+        if (unread > maxUnread || (unread > UNREAD_SUM_FROM && this.#unreadBytes() > maxUnreadTotal)) socket.destroy()
       },
       end: () => {
         if (socket.destroyed) return

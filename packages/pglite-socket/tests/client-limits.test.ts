@@ -162,6 +162,42 @@ describe('a client that does not read its results', () => {
   })
 })
 
+describe('many clients that do not read their results', () => {
+  const served = useServedDatabase({ maxUnreadBytes: 64 * 1024 * 1024, maxUnreadBytesTotal: 40 * 1024 * 1024 })
+
+  it('are dropped once their unread output together passes maxUnreadBytesTotal, each one under its own cap, and the others go on', async () => {
+    let dropped = 0
+    served.server.on('disconnect', () => dropped++)
+    const raws: RawClient[] = []
+    try {
+      for (let i = 0; i < 4; i++) {
+        const raw = new RawClient(served.port)
+        await raw.handshake()
+        raw.socket.pause()
+        raws.push(raw)
+      }
+      const other = await served.connect()
+      // ~20 MB each (less what the kernel's socket buffers take): two fit under the 40 MB, the third and fourth do not.
+      for (const raw of raws) {
+        raw.write(queryFrame("select repeat('x', 1000000) from generate_series(1, 20)"))
+        // Each request runs before the next is sent (the other client's round trip waits behind it).
+        expect((await other.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+      }
+      await within(
+        (async () => {
+          while (dropped < 2) await new Promise((resolve) => setTimeout(resolve, 20))
+        })(),
+        20_000,
+        'two of the four clients to be dropped',
+      )
+      expect(dropped).toBe(2)
+      expect((await other.query('select 2 as two')).rows).toEqual([{ two: 2 }])
+    } finally {
+      for (const raw of raws) raw.destroy()
+    }
+  })
+})
+
 describe('a client that reads its results slowly', () => {
   const served = useServedDatabase({}, (db) => db.exec('create table marks (n int)'))
 
