@@ -6,11 +6,14 @@ import { Msg, forEachFrame, responseField } from './wire.js'
  * engine refuses it (55P03); for a lone simple Query sent outside a
  * transaction, the server then waits in its stead. The refused Query was
  * one implicit transaction that rolled back whole, so it runs again, whole,
- * once a lock is let go of, and the client sees only the run that got it:
- * what PostgreSQL's own wait looks like from the client.
+ * once the lock it was refused is free (the multiplexer asks the engine who
+ * holds it), and the client sees only the run that got it: what
+ * PostgreSQL's own wait looks like from the client, with its timeouts and
+ * its deadlock report.
  */
 
-const MARKER = 'could not obtain advisory lock'
+/** The engine's refusal names the key: one bigint, or two integers as `a:b`. */
+const BUSY_KEY = /^could not obtain advisory lock (-?\d+(?::-?\d+)?):/
 const LOCK_FUNCTION = /advisory_(xact_)?lock/i
 /**
  * Transaction control inside the string could commit part of it before the
@@ -31,16 +34,64 @@ export function mayWaitForAdvisoryLock(batch: Uint8Array): boolean {
   return LOCK_FUNCTION.test(sql) && !TRANSACTION_CONTROL.test(sql)
 }
 
-/** Whether `reply`, the whole answer to such a Query, is the engine's refusal of a busy lock, the session left idle. */
-export function refusedForBusyLock(reply: Uint8Array): boolean {
-  let refused = false
+/**
+ * The key of the lock whose refusal `reply` (the whole answer to such a
+ * Query) is, the session left idle; undefined for any other answer.
+ */
+export function busyLockKey(reply: Uint8Array): string | undefined {
+  let key: string | undefined
   let idle = false
   forEachFrame(reply, (type, start, end) => {
     if (type === Msg.ErrorResponse) {
-      refused = responseField(reply, start, end, 'C') === '55P03' && (responseField(reply, start, end, 'M') ?? '').startsWith(MARKER)
+      const message = responseField(reply, start, end, 'M') ?? ''
+      key = responseField(reply, start, end, 'C') === '55P03' ? BUSY_KEY.exec(message)?.[1] : undefined
     } else if (type === Msg.ReadyForQuery) {
       idle = reply[start] === 0x49 /* I */
     }
   })
-  return refused && idle
+  return idle ? key : undefined
+}
+
+/** A wait for an advisory lock that ended without it: PostgreSQL's error for why. */
+export class LockWaitFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly detail?: string,
+  ) {
+    super(message)
+  }
+}
+
+/** A waiting client, as the deadlock check sees it. */
+export interface LockWaiter {
+  readonly pid: number
+  readonly key: string
+}
+
+/**
+ * The deadlock `waiter` is in, as PostgreSQL's report words it (one line
+ * per process), or undefined: `holders` tells who holds a key, `waiting`
+ * who waits for what.
+ */
+export function deadlockOf(waiter: LockWaiter, holders: (key: string) => number[], waiting: ReadonlyMap<number, LockWaiter>): string | undefined {
+  const path: LockWaiter[] = []
+  const seen = new Set<number>()
+  const visit = (w: LockWaiter): boolean => {
+    if (seen.has(w.pid)) return false
+    seen.add(w.pid)
+    path.push(w)
+    for (const pid of holders(w.key)) {
+      if (pid === w.pid) continue
+      if (pid === waiter.pid) return true
+      const next = waiting.get(pid)
+      if (next && visit(next)) return true
+    }
+    path.pop()
+    return false
+  }
+  if (!visit(waiter)) return undefined
+  return path
+    .map((w, i) => `Process ${w.pid} waits for ExclusiveLock on advisory lock ${w.key}; blocked by process ${(path[i + 1] ?? waiter).pid}.`)
+    .join('\n')
 }

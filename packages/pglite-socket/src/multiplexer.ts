@@ -1,5 +1,6 @@
 import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
 import { applyClientSettings, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings } from './session-settings.js'
+import { deadlockOf, LockWaitFailure, type LockWaiter } from './lock-wait.js'
 import { SessionObjects } from './session-objects.js'
 import { Msg, concat, cstrings, frame, int32s } from './wire.js'
 
@@ -51,11 +52,21 @@ export interface MuxClient {
 /** What the engine is told for a client without a process id: an in-process caller's identity. */
 const NO_CLIENT: LeaseClient = { id: 0, pid: 0 }
 
-/** How often a client waiting for an advisory lock tries again when no release was seen. */
+/** How often the clients waiting for an advisory lock are looked at when no batch ran. */
 const LOCK_RECHECK_MS = 100
 
 /** How long an idle lease is kept for the next socket batch. */
 const IDLE_LEASE_MS = 1
+
+interface LockWaitEntry extends LockWaiter {
+  readonly client: MuxClient
+  readonly since: number
+  readonly lockMs: number
+  readonly statementMs: number
+  readonly deadlockMs: number
+  wake(): void
+  fail(err: Error): void
+}
 
 interface Waiter {
   client: MuxClient
@@ -340,51 +351,104 @@ export class Multiplexer {
   /** Clients by process id, for pg_terminate_backend(). */
   readonly #clients = new Map<number, MuxClient>()
   /** Clients waiting for a session advisory lock to be let go of (lock-wait.ts). */
-  #lockWaiters: { client: MuxClient; wake: () => void; fail: (err: Error) => void }[] = []
+  #lockWaiters: LockWaitEntry[] = []
+  #lockCheck: ReturnType<typeof setInterval> | undefined
   #releasesSeen = 0
 
-  /** Ends the clients the last batch's pg_terminate_backend() named, once that batch's replies are out; wakes lock waiters when a lock went. */
+  /** Ends the clients the last batch's pg_terminate_backend() named, once that batch's replies are out; looks at the lock waiters. */
   #endTerminated(lease: EngineLease): void {
     for (const id of lease.takeTerminations()) {
       const target = this.#clients.get(id)
       if (target) queueMicrotask(() => target.terminate?.('57P01', 'terminating connection due to administrator command'))
     }
-    const releases = lease.advisoryReleases
-    if (releases !== this.#releasesSeen) {
-      this.#releasesSeen = releases
-      this.#wakeLockWaiters()
-    }
+    this.#releasesSeen = lease.advisoryReleases
+    if (this.#lockWaiters.length > 0) this.#checkLockWaiters(lease)
   }
 
   /**
-   * Resolves when a session advisory lock was let go of, or after
-   * {@link LOCK_RECHECK_MS} (an in-process caller's unlock passes no client
-   * batch); rejects when `client` disconnects meanwhile.
+   * Resolves when the session advisory lock `key` is free for `client`
+   * (its statement then runs again), or rejects with PostgreSQL's error:
+   * 40P01 when it waits in a deadlock for its `deadlock_timeout`, 55P03
+   * past its `lock_timeout`, 57014 past its `statement_timeout` (counted
+   * from `since`, when the statement first ran), or when it disconnects.
    */
-  lockReleased(client: MuxClient): Promise<void> {
+  lockReleased(client: MuxClient, key: string, since: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => waiter.wake(), LOCK_RECHECK_MS)
-      const waiter = {
+      const ms = (name: string, fallback: number): number => Number(client.settings?.get(name) ?? fallback) || 0
+      const entry: LockWaitEntry = {
         client,
+        pid: client.processId ?? 0,
+        key,
+        since,
+        lockMs: ms('lock_timeout', 0),
+        statementMs: ms('statement_timeout', 0),
+        deadlockMs: ms('deadlock_timeout', 1000),
         wake: () => {
-          clearTimeout(timer)
-          this.#lockWaiters = this.#lockWaiters.filter((w) => w !== waiter)
+          this.#dropLockWaiter(entry)
           resolve()
         },
         fail: (err: Error) => {
-          clearTimeout(timer)
+          this.#dropLockWaiter(entry)
           reject(err)
         },
       }
-      this.#lockWaiters.push(waiter)
+      this.#lockWaiters.push(entry)
+      // Releases by in-process callers, timeouts and deadlocks pass no client batch: looked at on a timer.
+      this.#lockCheck ??= setInterval(() => void this.#checkLockWaitersSoon(), LOCK_RECHECK_MS)
     })
   }
 
-  #wakeLockWaiters(): void {
-    const waiting = this.#lockWaiters
-    this.#lockWaiters = []
-    for (const w of waiting) w.wake()
+  #dropLockWaiter(entry: LockWaitEntry): void {
+    this.#lockWaiters = this.#lockWaiters.filter((w) => w !== entry)
+    if (this.#lockWaiters.length === 0 && this.#lockCheck) {
+      clearInterval(this.#lockCheck)
+      this.#lockCheck = undefined
+    }
   }
+
+  /** Wakes each waiter whose lock is free, and fails those past a timeout or in a deadlock. */
+  #checkLockWaiters(lease: EngineLease): void {
+    const now = performance.now()
+    const holders = (key: string): number[] => lease.advisoryLockHolders(key)
+    const waiting = new Map(this.#lockWaiters.map((w) => [w.pid, w]))
+    for (const w of [...this.#lockWaiters]) {
+      if (holders(w.key).every((pid) => pid === w.pid)) {
+        w.wake()
+        continue
+      }
+      const waited = now - w.since
+      if (w.statementMs > 0 && waited >= w.statementMs) w.fail(new LockWaitFailure('57014', 'canceling statement due to statement timeout'))
+      else if (w.lockMs > 0 && waited >= w.lockMs) w.fail(new LockWaitFailure('55P03', 'canceling statement due to lock timeout'))
+      else if (waited >= w.deadlockMs) {
+        const report = deadlockOf(w, holders, waiting)
+        if (report === undefined) continue
+        waiting.delete(w.pid)
+        w.fail(new LockWaitFailure('40P01', 'deadlock detected', report))
+      }
+    }
+  }
+
+  /** {@link #checkLockWaiters} with the engine: the idle lease, or one borrowed from in-process callers. */
+  async #checkLockWaitersSoon(): Promise<void> {
+    // A batch runs: its end looks at them.
+    if (this.#owner !== undefined || this.#lookingAtLocks) return
+    if (this.#lease) return this.#checkLockWaiters(this.#lease)
+    this.#lookingAtLocks = true
+    try {
+      const lease = await this.db.lease()
+      try {
+        this.#checkLockWaiters(lease)
+      } finally {
+        lease.release()
+      }
+    } catch {
+      // Closed or failed: the waiters' own batches report it.
+    } finally {
+      this.#lookingAtLocks = false
+    }
+  }
+
+  #lookingAtLocks = false
 
   /**
    * Fails `client`'s wait for the engine (its turn in the queue, or an

@@ -21,7 +21,7 @@ import { mayNameInternal, withoutForeignNames } from './foreign-names.js'
 import { mayReachEveryClient, ownScoped } from './own-scope.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from './script-engine.js'
-import { mayWaitForAdvisoryLock, refusedForBusyLock } from './lock-wait.js'
+import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
 import { readStartupRequest, startupReply } from './startup.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
@@ -251,9 +251,9 @@ export class Session implements MuxClient {
   #mux: Multiplexer | undefined
   readonly #renamer: StatementRenamer
   readonly #splitter = new OutputSplitter()
-  /** The batch may wait for a busy advisory lock; #lockBusy: its last run was refused one. */
+  /** The batch may wait for a busy advisory lock; #lockBusy: the key its last run was refused. */
   #lockWait = false
-  #lockBusy = false
+  #lockBusy: string | undefined
   #listens: ListenRouting | undefined
   #inTransaction = false
   #unsynced = false
@@ -821,13 +821,19 @@ export class Session implements MuxClient {
     try {
       // A lone Query outside a transaction that takes an advisory lock waits for it (lock-wait.ts).
       this.#lockWait = !this.#inTransaction && !this.#unsynced && mayWaitForAdvisoryLock(message)
+      const since = performance.now()
       for (;;) {
-        this.#lockBusy = false
+        this.#lockBusy = undefined
         await this.#mux!.run(this, this.#runBatchWork)
-        if (!this.#lockBusy || this.#state === 'closed') break
-        await this.#mux!.lockReleased(this)
+        if (this.#lockBusy === undefined || this.#state === 'closed') break
+        await this.#mux!.lockReleased(this, this.#lockBusy, since)
       }
     } catch (err) {
+      if (err instanceof LockWaitFailure) {
+        // The wait ended without the lock: its statement's error, as PostgreSQL's wait would end.
+        this.#transport.write(concat([errorResponse(err.code, err.message, 'ERROR', err.detail), readyForQuery(statusLetter(this.#status))]))
+        return
+      }
       if (err !== CANCELED) throw err
       // Nothing of the batch ran (or what ran was rolled back, for a lock wait): one request, one error.
       this.#transport.write(concat([errorResponse('57014', 'canceling statement due to user request'), readyForQuery(statusLetter(this.#status))]))
@@ -859,9 +865,10 @@ export class Session implements MuxClient {
         const chunks: Uint8Array[] = []
         lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
         const reply = concat(chunks)
-        if (refusedForBusyLock(reply)) {
-          // Rolled back whole and idle again: nothing reaches the client; it runs again when a lock goes.
-          this.#lockBusy = true
+        const busy = busyLockKey(reply)
+        if (busy !== undefined) {
+          // Rolled back whole and idle again: nothing reaches the client; it runs again once the lock is free.
+          this.#lockBusy = busy
           return
         }
         this.#onOutput(reply)

@@ -132,9 +132,9 @@ export function statusLetter(status: number): 'I' | 'T' | 'E' {
 }
 
 /** An ErrorResponse; `fatal` severity tells the client the connection ends. */
-export function errorResponse(code: string, message: string, severity: 'ERROR' | 'FATAL' = 'ERROR'): Uint8Array {
+export function errorResponse(code: string, message: string, severity: 'ERROR' | 'FATAL' = 'ERROR', detail?: string): Uint8Array {
   const body = concat([
-    utf8.encode(`S${severity}\u0000V${severity}\u0000C${code}\u0000M${message}\u0000`),
+    utf8.encode(`S${severity}\u0000V${severity}\u0000C${code}\u0000M${message}\u0000${detail === undefined ? '' : `D${detail}\u0000`}`),
     new Uint8Array([0]),
   ])
   return frame(Msg.ErrorResponse, body)

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PGlite } from '@pgwasm/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { endQuietly, pgClient, serve, useServedDatabase, type Served, type TestClient } from './helpers.js'
+import { endQuietly, pgClient, serve, useServedDatabase, within, type Served, type TestClient } from './helpers.js'
 
 /*
  * Attacks a hostile client of a shared engine found (issue "shared engine,
@@ -220,5 +220,73 @@ describe("settings changed by any route stay the client's own", () => {
     await endQuietly(attacker)
     expect(await settings(viaPg(other))).toEqual(before)
     expect(await settings(served.db)).toEqual(hostBefore)
+  })
+})
+
+describe('advisory locks waited for as PostgreSQL waits', () => {
+  const served = useServedDatabase({}, async (db) => {
+    await db.exec('create sequence tries')
+  })
+
+  const outcome = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => 'got it',
+      (err: unknown) => err,
+    )
+
+  it('ends a deadlock (1 then 2 against 2 then 1) with 40P01 for one client after deadlock_timeout; the other gets its lock', async () => {
+    const a = await served.connect()
+    const b = await served.connect()
+    await a.query('select pg_advisory_lock(1)')
+    await b.query('select pg_advisory_lock(2)')
+    const waits = new Map([
+      [a, outcome(a.query('select pg_advisory_lock(2)'))],
+      [b, new Promise<unknown>((resolve) => setTimeout(resolve, 50)).then(() => outcome(b.query('select pg_advisory_lock(1)')))],
+    ])
+    const started = performance.now()
+    const first = await within(Promise.race([...waits].map(([client, p]) => p.then((result) => ({ client, result })))), 10_000, 'the deadlock to end')
+    // The detector runs once a waiter has waited deadlock_timeout (1 s by default) and picks one of them.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900)
+    expect(first.result).toMatchObject({ code: '40P01', message: 'deadlock detected' })
+    expect((first.result as { detail?: string }).detail).toMatch(/Process \d+ waits for ExclusiveLock on advisory lock \d; blocked by process \d+\./)
+    // As in PostgreSQL, the loser keeps its own session lock until it lets go of it; then the other gets its lock.
+    await first.client.query('select pg_advisory_unlock_all()')
+    const winner = first.client === a ? b : a
+    expect(await within(waits.get(winner)!, 10_000, 'the other client to get its lock')).toBe('got it')
+  })
+
+  it('honours lock_timeout (55P03) and statement_timeout (57014) while waiting', async () => {
+    const holder = await served.connect()
+    await holder.query('select pg_advisory_lock(42)')
+    const waiter = await served.connect()
+    await waiter.query(`set lock_timeout = '300ms'`)
+    const started = performance.now()
+    await expect(waiter.query('select pg_advisory_lock(42)')).rejects.toMatchObject({ code: '55P03', message: 'canceling statement due to lock timeout' })
+    expect(performance.now() - started).toBeGreaterThanOrEqual(250)
+    await waiter.query('reset lock_timeout')
+    await waiter.query(`set statement_timeout = '300ms'`)
+    await expect(waiter.query('select pg_advisory_lock(42)')).rejects.toMatchObject({ code: '57014', message: 'canceling statement due to statement timeout' })
+    await waiter.query('reset statement_timeout')
+    expect((await waiter.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    await holder.query('select pg_advisory_unlock(42)')
+  })
+
+  it("runs a waiting statement again only when its lock is free, not at every other client's lock and unlock", async () => {
+    const holder = await served.connect()
+    await holder.query('select pg_advisory_lock(77)')
+    const waiter = await served.connect()
+    const waiting = waiter.query(`select nextval('tries') as try, pg_advisory_lock(77)`)
+    const third = await served.connect()
+    const started = performance.now()
+    for (let i = 0; i < 10; i++) await third.query(`select pg_advisory_lock(${1000 + i}); select pg_advisory_unlock(${1000 + i})`)
+    // Ten lock/unlock pairs take milliseconds, not seconds of re-runs.
+    const pairsMs = performance.now() - started
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await holder.query('select pg_advisory_unlock(77)')
+    const { rows } = await within(waiting, 10_000, 'the waiter to get its lock')
+    // The refused first run and the run that got it: no more.
+    expect(rows).toEqual([{ try: '2', pg_advisory_lock: '' }])
+    expect(pairsMs).toBeLessThan(5_000)
+    await waiter.query('select pg_advisory_unlock(77)')
   })
 })

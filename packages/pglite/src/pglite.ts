@@ -135,6 +135,14 @@ export interface EngineLease {
    * free to take.
    */
   readonly advisoryReleases: number
+  /**
+   * The pids (as {@link runFor} named their clients; 0: an in-process
+   * caller) that hold the session-level advisory lock `key`, as the 55P03
+   * refusal of a busy lock names it (`123`, or `1:2` for the two-integer
+   * form). A server waiting for the lock in its client's stead asks this
+   * before running the client's statement again.
+   */
+  advisoryLockHolders(key: string): number[]
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -1146,6 +1154,7 @@ export class PGlite implements AsyncDisposable {
         backend.forgetClient(id)
       },
       takeTerminations: () => backend.takeTerminations(),
+      advisoryLockHolders: (key) => backend.advisoryLockHolders(key),
       get advisoryReleases() {
         return backend.advisoryReleases
       },

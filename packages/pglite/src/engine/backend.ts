@@ -499,6 +499,11 @@ export class Backend {
   }
 
   /** Ids of the server clients pg_terminate_backend() asked to end since the last call. */
+  /** The pids of the holders of session advisory lock `key` (client-functions.ts). */
+  advisoryLockHolders(key: string): number[] {
+    return this.#blank.clients.holders(key)
+  }
+
   takeTerminations(): number[] {
     return this.#blank.clients.takeTerminations()
   }

@@ -170,6 +170,18 @@ export class ClientFunctions {
     if (client && client.id !== 0) this.#clients.set(client.pid, client.id)
   }
 
+  /** The pids of the clients holding session lock `key` in either mode (0: an in-process caller). */
+  holders(key: string): number[] {
+    const held = this.#locks.get(key)
+    if (!held) return []
+    const pids: number[] = []
+    for (const id of new Set([...held.exclusive.keys(), ...held.shared.keys()])) {
+      if (id === 0) pids.push(0)
+      else for (const [pid, known] of this.#clients) if (known === id) pids.push(pid)
+    }
+    return pids
+  }
+
   /** Ids of the clients pg_terminate_backend() asked to end since the last call. */
   takeTerminations(): number[] {
     const ended = this.#terminations
