@@ -62,6 +62,21 @@ describe('runaway statements in process', () => {
     })
   }
 
+  it('statement_timeout still stops a loop while transaction_timeout is set, and a transaction_timeout that comes first cancels it', async () => {
+    try {
+      await db.exec(`set transaction_timeout = '10s'`)
+      await db.exec(`set statement_timeout = '200ms'`)
+      expect(await failure(db.exec(RUNAWAYS['an endless PL/pgSQL loop']!))).toMatchObject({ code: '57014', message: 'canceling statement due to statement timeout' })
+      await db.exec(`set transaction_timeout = '300ms'`)
+      await db.exec(`set statement_timeout = '60s'`)
+      // Postgres would end the session here; the one engine every caller shares cancels the statement instead.
+      expect(await failure(db.exec(RUNAWAYS['an endless PL/pgSQL loop']!))).toMatchObject({ code: '57014' })
+    } finally {
+      await db.exec('reset statement_timeout; reset transaction_timeout')
+    }
+    await usable()
+  })
+
   it('a signal aborted before the call, or while the call waits its turn, rejects with 57014 and runs nothing', async () => {
     const before = new AbortController()
     before.abort()

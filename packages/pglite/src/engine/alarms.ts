@@ -28,9 +28,10 @@ const CALLED_WHILE_WORKING: Readonly<Record<string, readonly string[]>> = {
  * runs as if the signal had interrupted that system call, and the statement
  * fails with 57014 "canceling statement due to statement timeout" at its
  * next interrupt check. Whether an alarm may go off is the backend's to say
- * (`control.mayDeliverAlarm`): never between requests, and never while a
- * timeout that ends the session is set. A statement that never calls
- * out (a loop in PL/pgSQL, pure arithmetic) still runs to its end.
+ * (`control.mayDeliverAlarm`): never between requests, and never once a
+ * `transaction_timeout`, which would end the session, may be due. A
+ * statement that never calls out is reached through the interrupt polls
+ * (interrupt-polls.ts).
  */
 export function deliverAlarmsWhileWorking(imports: WebAssembly.Imports, control: ModuleControl): void {
   const deliver = (): void => {

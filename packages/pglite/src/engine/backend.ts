@@ -301,6 +301,7 @@ export class Backend {
   #dead: EngineError | undefined
   /** A request runs (alarms may be delivered, see #alarmMayGoOff). */
   #inRequest = false
+  #requestStarted = 0
   /** The running request was marked canceled for its time limit. */
   #canceled = false
 
@@ -695,6 +696,7 @@ export class Backend {
     this.#copyInEnded = false
     this.#tail.fill(0)
     const started = performance.now()
+    this.#requestStarted = started
     this.#inRequest = true
     if (this.timeLimitMs !== undefined) this.#control.cancelAt = started + this.timeLimitMs
     if (this.stopWhen !== undefined) this.#control.pollAt = started + STOP_POLL_MS
@@ -764,8 +766,17 @@ export class Backend {
    */
   #alarmMayGoOff(): boolean {
     if (!this.#inRequest || this.#dead || this.#closed) return false
-    const g = this.#guards
-    return g.timeoutMs('transaction_timeout') <= 0 && g.timeoutMs('idle_in_transaction_session_timeout') <= 0 && g.timeoutMs('idle_session_timeout') <= 0
+    // The idle timeouts are armed only between requests (Postgres disables
+    // them when a command arrives). A transaction_timeout that came due would
+    // end the session, every caller's: the alarm goes off only while the
+    // transaction is surely younger than it, counted from no later than
+    // Postgres counts (the request, or the one that began the block).
+    const transactionMs = this.#guards.timeoutMs('transaction_timeout')
+    if (transactionMs <= 0) return true
+    if (performance.now() < (this.#transactionSince ?? this.#requestStarted) + transactionMs - 1) return true
+    // Past it, the statement is canceled instead (57014), as nothing else would stop it now.
+    if (!this.#canceled) this.#control.cancelStatement()
+    return false
   }
 
   /**
