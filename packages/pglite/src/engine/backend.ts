@@ -59,6 +59,22 @@ export interface BackendOptions {
   readonly afterMount?: (mod: PostgresModule) => void
 }
 
+/** Room in the heap for what is not in a memory context (libc's own allocations, the stack's guard). */
+const HEAP_OUTSIDE_CONTEXTS = 32 * 1024 * 1024
+
+/** What of `mod`'s heap is in use: static data, Postgres' memory contexts' blocks, and a margin. */
+function heapInUse(mod: PostgresModule, instance: WebAssembly.Instance): () => number {
+  const ex = instance.exports
+  const allocated = ex.MemoryContextMemAllocated as ((context: number, recurse: number) => number) | undefined
+  const top = (ex.TopMemoryContext as WebAssembly.Global | undefined)?.value as number | undefined
+  const heapBase = (ex.__heap_base as WebAssembly.Global).value as number
+  return () => {
+    const context = top === undefined ? 0 : new DataView(mod.HEAPU8.buffer).getUint32(top, true)
+    if (!allocated || context === 0) return mod.HEAPU8.byteLength
+    return Math.min(mod.HEAPU8.byteLength, heapBase + (allocated(context, 1) >>> 0) + HEAP_OUTSIDE_CONTEXTS)
+  }
+}
+
 /** `callMain` returns this when the backend is up and waiting (docs/engine.md). */
 const EXIT_ALIVE = 99
 /** The patched top-level longjmp after an ERROR exits with this (docs/engine.md). */
@@ -234,6 +250,7 @@ export class BlankModule {
             guards = new SessionGuards(m, control.instance!, assets.pgliteModule, (path) => moduleFileRefusal(m, trust, path), assets.guardRecords)
             guards.install()
             callbacks.push(...guards.callbacks)
+            control.budget.heapInUse = heapInUse(m, control.instance!)
             clients = new ClientFunctions(m, control.instance!, assets.pgliteModule, guards, assets.guardRecords)
             clients.install()
             callbacks.push(...clients.callbacks)

@@ -17,6 +17,12 @@ import type { FsNode, MemFs, PostgresModule } from './emscripten.js'
  * (wal-checkpoints.ts). Files that share a template's bytes count only once
  * written (copied).
  *
+ * A file growth is measured against the heap's size first, and when that
+ * would refuse it, against what of the heap is in use (`heapInUse`): the
+ * heap's freed pages stay with the process (WASM memory never shrinks), so
+ * the process can hold up to about twice the ceiling, but a database is
+ * never refused a row for memory a statement before it took and gave back.
+ *
  * What a growth allocates can exceed what was asked (a heap grows by up to
  * 20%, at most 96 MiB; a file by doubling below 32 MiB, by 8 MiB steps
  * above): the limit bounds each request, so that slack is its margin.
@@ -44,6 +50,16 @@ export class MemoryBudget {
 
   constructor(readonly heapBytes: () => number) {}
 
+  /**
+   * What of the heap is in use, when the engine can tell (its memory
+   * contexts' blocks, plus static data and a margin for what is not
+   * palloc'd). WASM memory never shrinks: after one statement took the heap
+   * to the ceiling, counting its size would refuse every later file growth
+   * (an in-memory database could not take another row) although most of
+   * it was freed.
+   */
+  heapInUse: (() => number) | undefined
+
   /** Whether a limit is set: without one, file operations are neither checked nor counted. */
   get limited(): boolean {
     return this.#limit !== Infinity
@@ -68,7 +84,7 @@ export class MemoryBudget {
    */
   fileChange<T>(node: FsNode, more: number, op: () => T, refuse: () => Error): T {
     if (!this.limited || this.#inside || !isCounted(node)) return op()
-    if (more > 0 && this.heapBytes() + this.#fileBytes + more > this.#limit) {
+    if (more > 0 && this.heapBytes() + this.#fileBytes + more > this.#limit && (this.heapInUse?.() ?? Infinity) + this.#fileBytes + more > this.#limit) {
       this.#refused()
       throw refuse()
     }
