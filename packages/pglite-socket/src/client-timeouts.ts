@@ -66,6 +66,15 @@ export class ClientTimeouts {
     this.#transaction.unref?.()
   }
 
+  /**
+   * Whether the client's transaction has outlived its transaction_timeout
+   * by `graceMs`: a statement still running then is stopped, and the client
+   * ended once it has (no timer fires while the engine runs).
+   */
+  transactionExpired(graceMs = 0): boolean {
+    return this.#transactionMs > 0 && performance.now() >= this.#transactionStartedAt + this.#transactionMs + graceMs
+  }
+
   /** After a request that ended the client's transaction block. */
   outOfTransaction(): void {
     this.#clearTransaction()

@@ -1,5 +1,5 @@
 import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
-import { applyClientSettings, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings } from './session-settings.js'
+import { applyClientSettings, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
 import { deadlockOf, LockWaitFailure, type LockWaiter } from './lock-wait.js'
 import { SessionObjects } from './session-objects.js'
 import { Msg, concat, cstrings, frame, int32s } from './wire.js'
@@ -188,7 +188,7 @@ export class Multiplexer {
     if (!client.settingsChanged || client.closed) return
     client.settingsChanged = false
     try {
-      client.settings = readClientSettings(lease)
+      client.settings = readClientSettings(lease, this.#defaults)
     } catch {
       return
     }
@@ -222,7 +222,7 @@ export class Multiplexer {
         this.cacheEpoch++
         this.readSettings(lease)
         // Theirs to find again when the lease goes back: no client's SET reaches them.
-        this.#hostSettings = readClientSettings(lease)
+        this.#hostSettings = readClientSettings(lease, this.#defaults)
         this.#sessionSettings = this.#hostSettings
       },
       (err: unknown) => {
@@ -278,6 +278,7 @@ export class Multiplexer {
 
   /** The settings in-process callers had when the lease was taken. */
   #hostSettings: ClientSettings = NO_SETTINGS
+  readonly #defaults: SessionDefaults = {}
 
   /** Returns the lease to the instance, its session settings as in-process callers left them. */
   #giveBack(lease: EngineLease | undefined): void {

@@ -68,7 +68,17 @@ const READ = queryMessage(
 )
 
 /** The session's settings as they stand (read right after the client's batch, before anyone else runs). */
-export function readClientSettings(lease: EngineLease): ClientSettings {
+/**
+ * What the session user and role are when nobody changed them: left out of
+ * every client's settings (so clients that did not change them compare
+ * equal), and put back with RESET. `user` is learnt from the first read,
+ * made before any client ran.
+ */
+export interface SessionDefaults {
+  user?: string
+}
+
+export function readClientSettings(lease: EngineLease, defaults: SessionDefaults): ClientSettings {
   const chunks: Uint8Array[] = []
   lease.execProtocolRawStream(READ, (bytes) => chunks.push(bytes.slice()))
   const reply = concat(chunks)
@@ -78,7 +88,11 @@ export function readClientSettings(lease: EngineLease): ClientSettings {
     if (type === 0x44 && end - start > 6) json = decodeUtf8(reply.subarray(start + 6, start + 6 + readInt32(reply, start + 2)))
   })
   if (json === undefined) return NO_SETTINGS
-  return new Map(Object.entries(JSON.parse(json) as Record<string, string>))
+  const settings = new Map(Object.entries(JSON.parse(json) as Record<string, string>))
+  defaults.user ??= settings.get('session_authorization')
+  if (settings.get('session_authorization') === defaults.user) settings.delete('session_authorization')
+  if (settings.get('role') === 'none') settings.delete('role')
+  return settings
 }
 
 /** `value` between dollar quotes whose tag (`base`, lengthened) it does not contain: a client's value can never end them. */

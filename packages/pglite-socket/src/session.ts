@@ -186,6 +186,13 @@ function nulAfter(buffer: Uint8Array, from: number, end: number): number {
 }
 
 /**
+ * How long past its transaction_timeout a client's running statement may go
+ * on before it is stopped: a client between short statements is ended by
+ * its timer (FATAL 25P04 alone, as PostgreSQL sends it).
+ */
+const TRANSACTION_STOP_GRACE_MS = 100
+
+/**
  * One client connection: startup and authentication, framing of what it
  * sends, name rewriting, and its batches on the multiplexer. Reads are
  * serial: bytes that arrive while a batch runs wait in the buffer and form
@@ -217,7 +224,9 @@ export class Session implements MuxClient {
     this.#state !== 'closed' &&
     (this.#host.canceledWhileRunning(this.processId, this.secret) ||
       // A streamed COPY reads the socket itself (and sees the client leave).
-      (!this.#streaming && (this.#transport.peerLeft?.() ?? false)))
+      (!this.#streaming && (this.#transport.peerLeft?.() ?? false)) ||
+      // Its transaction_timeout ran out while a statement runs: stopped here, the client ended after it.
+      this.#timeouts.transactionExpired(TRANSACTION_STOP_GRACE_MS))
   readonly #host: SessionHost
   readonly #transport: Transport
   readonly #input: FrameReader
@@ -888,7 +897,10 @@ export class Session implements MuxClient {
       this.#engineFailed(err)
     }
     if (splitter.lastStatus !== 0) this.#setStatus(splitter.lastStatus)
-    if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
+    // Stopped for its transaction_timeout (stopRequested): ended as PostgreSQL ends it, before the
+    // rolled-back SET LOCAL could clear the timer.
+    if (wasInTransaction && this.#timeouts.transactionExpired(TRANSACTION_STOP_GRACE_MS)) queueMicrotask(() => this.#expire('transaction'))
+    else if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
     this.#flush()
   }
 

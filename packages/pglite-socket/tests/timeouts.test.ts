@@ -95,6 +95,22 @@ describe('the server default for idle transactions', () => {
 describe('transaction_timeout', () => {
   const served = useServedDatabase({}, (db) => db.exec('create table tx_work (client int, n int)'))
 
+  it('stops an endless statement once its transaction_timeout has run out (57014), then ends the client with FATAL 25P04', async () => {
+    const looping = await served.connect()
+    await looping.query('begin')
+    await looping.query("set local transaction_timeout = '300ms'")
+    await expect(within(looping.query('do $$ begin loop end loop; end $$'), 10_000, 'the loop to be stopped')).rejects.toMatchObject({ code: '57014' })
+    await within(
+      (async () => {
+        while (!looping.errors.some((e) => (e as Error & { code?: string }).code === '25P04')) await new Promise((resolve) => setTimeout(resolve, 20))
+      })(),
+      5_000,
+      'the FATAL 25P04',
+    )
+    const other = await served.connect()
+    expect((await other.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+  })
+
   it('ends a client whose transaction outlasts its transaction_timeout with FATAL 25P04, though it keeps sending queries', async () => {
     const long = await served.connect()
     await long.query('begin')
@@ -118,6 +134,15 @@ describe('transaction_timeout', () => {
       'the long transaction to be ended',
     )
     const counts = await busy.stop()
+    // The FATAL comes between two of its statements (one still running 100 ms past the time is
+    // canceled first, 57014, then the FATAL follows).
+    await within(
+      (async () => {
+        while (![failure, ...long.errors].some((e) => e?.code === '25P04')) await new Promise((resolve) => setTimeout(resolve, 20))
+      })(),
+      5_000,
+      'the FATAL 25P04',
+    )
     const codes = [failure, ...long.errors].map((e) => e?.code)
     expect(codes).toContain('25P04')
     for (const other of others) expect(other.errors).toEqual([])

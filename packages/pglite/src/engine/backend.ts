@@ -86,6 +86,8 @@ const EXIT_LONGJMP = 100
  * 128 MiB and most stay there.
  */
 const RECYCLE_MAX_BYTES = 256 * 1024 * 1024
+/** How long past a transaction_timeout a server's statement runs before the engine cancels it. */
+const SERVER_TRANSACTION_GRACE_MS = 100
 /** Error recovery passes in a row before an ERROR inside recovery is taken as the engine failing. */
 const RECOVERY_PASSES = 4
 const LOG_LINES_KEPT = 40
@@ -251,7 +253,7 @@ export class BlankModule {
             guards.install()
             callbacks.push(...guards.callbacks)
             control.budget.heapInUse = heapInUse(m, control.instance!)
-            clients = new ClientFunctions(m, control.instance!, assets.pgliteModule, guards, assets.guardRecords)
+            clients = new ClientFunctions(m, control.instance!, assets.pgliteModule, guards, control.budget, assets.guardRecords)
             clients.install()
             callbacks.push(...clients.callbacks)
             // Registered once; each forwards to whatever the current request set.
@@ -431,7 +433,7 @@ export class Backend {
         })
       }
       mod._pgl_startPGlite()
-      backend.#setSessionUser(options.username, false)
+      backend.#setSessionUser(undefined, false)
       if (nodeDir !== undefined) backend.#recordOnShutdown = (note) => recordCleanShutdown(nodeDir, assets.engineVersion, note)
     } catch (err) {
       backend.#teardown()
@@ -790,9 +792,12 @@ export class Backend {
     // Postgres counts (the request, or the one that began the block).
     const transactionMs = this.#guards.timeoutMs('transaction_timeout')
     if (transactionMs <= 0) return true
-    if (performance.now() < (this.#transactionSince ?? this.#requestStarted) + transactionMs - 1) return true
-    // Past it, the statement is canceled instead (57014), as nothing else would stop it now.
-    if (!this.#canceled) this.#control.cancelStatement()
+    const deadline = (this.#transactionSince ?? this.#requestStarted) + transactionMs
+    const now = performance.now()
+    if (now < deadline - 1) return true
+    // Past it the statement is canceled instead (57014), as nothing else would stop it now. A server
+    // (it set stopWhen) gets a moment to end its client first between statements, as PostgreSQL would.
+    if (!this.#canceled && now >= deadline + (this.stopWhen === undefined ? 0 : SERVER_TRANSACTION_GRACE_MS)) this.#control.cancelStatement()
     return false
   }
 
@@ -844,14 +849,15 @@ export class Backend {
    * AUTHORIZATION, DISCARD ALL), as a server's login does: a single-user
    * start leaves that value unset, and such a RESET did nothing.
    */
-  #setSessionUser(role: string, lock: boolean): void {
+  #setSessionUser(role: string | undefined, lock: boolean): void {
     this.#assertAlive()
     const mod = this.#mod
     this.exec(BEGIN, discard)
     const sp = mod.stackSave()
     let refused = false
     try {
-      this.#guards.setSessionUser(role, lock)
+      // undefined: the user the session started as (single-user mode's, the OS user's role).
+      this.#guards.setSessionUser(role ?? this.#guards.sessionUserName(), lock)
     } catch (e) {
       mod.stackRestore(sp)
       if (!(isExitStatus(e) && e.status === EXIT_LONGJMP)) this.#die(e)

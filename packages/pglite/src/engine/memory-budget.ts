@@ -65,6 +65,17 @@ export class MemoryBudget {
     return this.#limit !== Infinity
   }
 
+  /**
+   * Whether what the engine holds (the heap in use and the files) is past
+   * `share` of the limit; false without a limit. A server refuses its
+   * clients' new session objects past half of it (utility-hook.ts), so one
+   * client's prepared statements leave the others room to work.
+   */
+  pastShare(share: number): boolean {
+    if (!this.limited) return false
+    return (this.heapInUse?.() ?? this.heapBytes()) + this.#fileBytes > share * this.#limit
+  }
+
   /** Sets the limit; the files are counted afresh (they were not while none was set). */
   setLimit(bytes: number | undefined): void {
     this.#limit = bytes ?? Infinity

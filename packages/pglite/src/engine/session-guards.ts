@@ -354,6 +354,12 @@ export class SessionGuards {
     }
   }
 
+  /** The name of the session user now (inside a transaction: it reads the catalog). */
+  sessionUserName(): string {
+    const ex = this.#ex as Record<string, Fn>
+    return this.#mod.UTF8ToString(ex.GetUserNameFromId!(ex.GetSessionUserId!(), 0))
+  }
+
   /** The role the session is locked to, if any. */
   get lockedSessionUser(): string | undefined {
     return this.#lockedUser
