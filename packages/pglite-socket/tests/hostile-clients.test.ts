@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PGlite } from '@pgwasm/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { COLUMNS, unicodeEscaped } from './attacks.js'
 import { endQuietly, pgClient, serve, useServedDatabase, within, type Served, type TestClient } from './helpers.js'
 
 /*
@@ -13,7 +14,6 @@ import { endQuietly, pgClient, serve, useServedDatabase, within, type Served, ty
  * role the server runs them as.
  */
 
-const COLUMNS = Array.from({ length: 200 }, (_, i) => `${i} as c${i}`).join(', ')
 
 describe('a client that prepares statements until the engine is full', () => {
   const served = useServedDatabase({ role: 'app' })
@@ -45,11 +45,6 @@ describe('a client that prepares statements until the engine is full', () => {
     expect(victim.errors).toEqual([])
   }, 120_000)
 })
-
-/** `name` as a Unicode-escaped identifier: `U&"\0063..."`, every character escaped. */
-function unicodeEscaped(name: string): string {
-  return `U&"${[...name].map((ch) => `\\${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`).join('')}"`
-}
 
 const pidOf = (client: TestClient): number => (client as unknown as { processID: number }).processID
 

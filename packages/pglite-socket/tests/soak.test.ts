@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { COLUMNS, seededRandom, unicodeEscaped } from './attacks.js'
 import { Cli, RawClient, queryFrame, within } from './helpers.js'
 
 /*
@@ -15,24 +16,6 @@ const MAX_MB = 384
 const HOSTILE = 10
 const WORKERS = 20
 const HOSTILE_MS = 20_000
-
-/** A small seeded generator (mulberry32): the order of the attacks is random but repeatable. */
-function random(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
-}
-
-const COLUMNS = Array.from({ length: 200 }, (_, i) => `${i} as c${i}`).join(', ')
-
-function unicodeEscaped(name: string): string {
-  return `U&"${[...name].map((ch) => `\\${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`).join('')}"`
-}
 
 describe('a soak of hostile and ordinary clients on one server', () => {
   let cli: Cli
@@ -132,7 +115,7 @@ describe('a soak of hostile and ordinary clients on one server', () => {
     ]
     const started = performance.now()
     const attacked = hostile.map(async (h, i) => {
-      const next = random(i + 1)
+      const next = seededRandom(i + 1)
       for (let k = 0; k < 12 && performance.now() - started < HOSTILE_MS; k++) {
         const attack = attacks[Math.floor(next() * attacks.length)]!
         await within(attack(h, i).catch((err: unknown) => err), 60_000, `attack ${attacks.indexOf(attack)}`)
