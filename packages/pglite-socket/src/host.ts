@@ -99,6 +99,15 @@ export interface HostOptions {
    * settings or become the superuser again.
    */
   readonly role?: string
+  /**
+   * How long a database other than the main one stays loaded after its last
+   * client left (ms). Then its instance is closed: a directory-backed one
+   * opens again from its folder at the next connect, an in-memory one is
+   * kept as a compressed archive of its data directory and loaded from it.
+   * Only databases this server made itself (not a `createDatabase`
+   * option's). 0: never. @default 30000
+   */
+  readonly idleDatabaseMs?: number
   readonly debug?: boolean
 }
 
@@ -123,6 +132,15 @@ export class DatabaseHost implements SessionHost {
   readonly #main: SocketDatabase
   readonly #mainName: string
   readonly #others = new Map<string, Promise<SocketDatabase>>()
+  /** Clients of each of the others, and the timer that unloads one nobody uses. */
+  readonly #users = new Map<string, number>()
+  readonly #unloadTimers = new Map<string, ReturnType<typeof setTimeout>>()
+  /** In-memory databases unloaded while idle: their data directories, to load again. */
+  readonly #archives = new Map<string, Blob>()
+  /** Unloads under way: a connect waits for them. */
+  readonly #unloading = new Map<string, Promise<void>>()
+  readonly #idleDatabaseMs: number
+  readonly #ownCreate: boolean
   readonly #create: (name: string) => Promise<SocketDatabase>
   readonly #debug: boolean
   readonly #anyName: boolean
@@ -145,6 +163,8 @@ export class DatabaseHost implements SessionHost {
     this.#debug = options.debug ?? false
     this.#anyName = options.anyDatabaseName ?? false
     const create = options.createDatabase ?? ((name: string) => this.#defaultCreate(name))
+    this.#ownCreate = options.createDatabase === undefined
+    this.#idleDatabaseMs = nonNegative(options.idleDatabaseMs ?? 30_000, 'idleDatabaseMs')
     this.#role = options.role
     this.#create = async (name) => {
       const db = await create(name)
@@ -186,6 +206,7 @@ export class DatabaseHost implements SessionHost {
    */
   async database(name: string): Promise<Multiplexer> {
     if (name === this.#mainName || this.#anyName) return multiplexerFor(this.#main)
+    await this.#unloading.get(name)
     let db = this.#others.get(name)
     if (!db && !this.#createOnConnect && !(await this.#madeByCreateDatabase(name))) throw new UnknownDatabaseError(name)
     db ??= this.#others.get(name)
@@ -194,7 +215,50 @@ export class DatabaseHost implements SessionHost {
       this.#others.set(name, db)
       db.catch(() => this.#others.delete(name))
     }
-    return multiplexerFor(await db)
+    const mux = multiplexerFor(await db)
+    this.#users.set(name, (this.#users.get(name) ?? 0) + 1)
+    clearTimeout(this.#unloadTimers.get(name))
+    this.#unloadTimers.delete(name)
+    return mux
+  }
+
+  /** A client of database `name` (one {@link database} returned) is gone, its cleanup done. */
+  left(name: string): void {
+    const users = (this.#users.get(name) ?? 0) - 1
+    if (users > 0) return void this.#users.set(name, users)
+    this.#users.delete(name)
+    if (!this.#others.has(name) || !this.#ownCreate || this.#idleDatabaseMs === 0) return
+    const timer = setTimeout(() => {
+      this.#unloadTimers.delete(name)
+      if (this.#users.has(name)) return
+      const unloading = this.#unload(name).finally(() => this.#unloading.delete(name))
+      this.#unloading.set(name, unloading)
+    }, this.#idleDatabaseMs)
+    timer.unref?.()
+    this.#unloadTimers.set(name, timer)
+  }
+
+  /** The names of the other databases loaded now. */
+  get loadedDatabases(): string[] {
+    return [...this.#others.keys()]
+  }
+
+  async #unload(name: string): Promise<void> {
+    const loading = this.#others.get(name)
+    if (!loading) return
+    try {
+      const db = await loading
+      const dir = this.#main.dataDir
+      if (!(dir && !dir.startsWith('memory://'))) {
+        const dump = (db as { dumpDataDir?: (compression?: 'gzip' | 'none' | 'auto') => Promise<Blob> }).dumpDataDir
+        if (!dump) return
+        this.#archives.set(name, await dump.call(db, 'gzip'))
+      }
+      this.#others.delete(name)
+      await db.close()
+    } catch (err) {
+      this.log(`database ${name}: unloading it failed, it stays loaded: ${String(err)}`)
+    }
   }
 
   async #madeByCreateDatabase(name: string): Promise<boolean> {
@@ -205,10 +269,13 @@ export class DatabaseHost implements SessionHost {
   async #defaultCreate(name: string): Promise<SocketDatabase> {
     const dir = this.#main.dataDir
     const onDisk = dir && !dir.startsWith('memory://')
-    return PGlite.create(onDisk ? await databaseFolder(dir, name) : undefined)
+    const archive = this.#archives.get(name)
+    this.#archives.delete(name)
+    return PGlite.create(onDisk ? await databaseFolder(dir, name) : undefined, archive ? { loadDataDir: archive } : {})
   }
 
   dropped(name: string): void {
+    this.#archives.delete(name)
     const db = this.#others.get(name)
     if (!db) return
     this.#others.delete(name)

@@ -217,6 +217,11 @@ export class Multiplexer {
       (lease) => {
         this.#lease = lease
         if (lease.restarts !== this.#restarts) this.#engineRestarted(lease)
+        // Nothing ran since the engine was last ours: the session is as we left it.
+        if (lease.restarts === this.#returned.restarts && lease.requests === this.#returned.requests) {
+          this.#sessionSettings = this.#hostSettings
+          return
+        }
         this.objects.markStale()
         // In-process callers may have run anything since the engine was last ours.
         this.cacheEpoch++
@@ -293,10 +298,14 @@ export class Multiplexer {
         }
       }
       this.#sessionSettings = undefined
+      this.#returned = { restarts: lease.restarts, requests: lease.requests }
       lease.release()
     }
     this.#lease = undefined
   }
+
+  /** The engine's counts when the lease went back (see EngineLease.requests). */
+  #returned = { restarts: -1, requests: -1 }
 
   /**
    * Keeps the lease after a batch when nobody waits for it. The next

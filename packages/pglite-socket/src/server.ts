@@ -74,6 +74,11 @@ export class PGliteServer extends EventEmitter {
     this.#host = new DatabaseHost(options)
   }
 
+  /** The databases other than the main one that are loaded now (they unload after `idleDatabaseMs` without a client). */
+  get loadedDatabases(): readonly string[] {
+    return this.#host.loadedDatabases
+  }
+
   /** Output waiting in every client's socket. */
   #unreadBytes(): number {
     let total = 0

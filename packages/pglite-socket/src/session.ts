@@ -91,6 +91,8 @@ export interface SessionHost {
   database(name: string): Promise<Multiplexer>
   /** Called after a client ran `DROP DATABASE name`. */
   dropped(name: string): void
+  /** A client of database `name` is gone, its cleanup done (the host may unload an idle database). */
+  left(name: string): void
   cancel(processId: number, secret: number): void
   /** Whether a CancelRequest for this key came while the engine ran its statement (asked while it runs). */
   canceledWhileRunning(processId: number, secret: number): boolean
@@ -1138,6 +1140,7 @@ export class Session implements MuxClient {
     } catch (err) {
       this.#host.log(`session ${this.processId}: cleanup failed: ${String(err)}`)
     } finally {
+      this.#host.left(this.#database)
       mux.release(this)
     }
   }

@@ -285,3 +285,63 @@ describe('advisory locks waited for as PostgreSQL waits', () => {
     await waiter.query('select pg_advisory_unlock(77)')
   })
 })
+
+/** Resolves once `ready()` holds, polling; fails after `ms`. */
+async function eventually(ready: () => boolean, ms: number, what: string): Promise<void> {
+  await within(
+    (async () => {
+      while (!ready()) await new Promise((resolve) => setTimeout(resolve, 20))
+    })(),
+    ms,
+    what,
+  )
+}
+
+describe('databases nobody uses any more', () => {
+  const served = useServedDatabase({ createDatabaseOnConnect: true, idleDatabaseMs: 200 })
+
+  it('are unloaded idleDatabaseMs after their last client left, and load again with their data', async () => {
+    const c = await served.connect({ database: 'side' })
+    await c.query(`create table kept (v text); insert into kept values ('still here')`)
+    const other = await served.connect({ database: 'side' })
+    expect(served.server.loadedDatabases).toEqual(['side'])
+    await c.end()
+    // One client still uses it.
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    expect(served.server.loadedDatabases).toEqual(['side'])
+    await other.end()
+    await eventually(() => served.server.loadedDatabases.length === 0, 5_000, 'the idle database to be unloaded')
+    const again = await served.connect({ database: 'side' })
+    expect((await again.query('select v from kept')).rows).toEqual([{ v: 'still here' }])
+    expect(served.server.loadedDatabases).toEqual(['side'])
+  })
+})
+
+describe('databases nobody uses any more, beside a directory', () => {
+  let dir: string
+  let served: Served | undefined
+  let main: PGlite | undefined
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pgwasm-unload-'))
+    main = await PGlite.create(join(dir, 'main'))
+    served = await serve(main, { createDatabaseOnConnect: true, idleDatabaseMs: 200 })
+  })
+  afterAll(async () => {
+    await served?.server.stop()
+    await main?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('are closed when idle and open again from their folder', async () => {
+    const c = await pgClient(served!.port, { database: 'side' })
+    await c.query(`create table kept (v text); insert into kept values ('on disk')`)
+    await c.end()
+    await eventually(() => served!.server.loadedDatabases.length === 0, 5_000, 'the idle database to be closed')
+    const again = await pgClient(served!.port, { database: 'side' })
+    try {
+      expect((await again.query('select v from kept')).rows).toEqual([{ v: 'on disk' }])
+    } finally {
+      await endQuietly(again)
+    }
+  })
+})

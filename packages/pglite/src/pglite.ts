@@ -143,6 +143,12 @@ export interface EngineLease {
    * before running the client's statement again.
    */
   advisoryLockHolders(key: string): number[]
+  /**
+   * Requests the engine has run so far, by anyone: a count that only grows
+   * (within one engine: compare with {@link restarts}). Equal at two leases,
+   * nothing ran between them, so the session is as the first one left it.
+   */
+  readonly requests: number
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -1155,6 +1161,9 @@ export class PGlite implements AsyncDisposable {
       },
       takeTerminations: () => backend.takeTerminations(),
       advisoryLockHolders: (key) => backend.advisoryLockHolders(key),
+      get requests() {
+        return backend.requests
+      },
       get advisoryReleases() {
         return backend.advisoryReleases
       },

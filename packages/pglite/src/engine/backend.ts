@@ -318,6 +318,8 @@ export class Backend {
   /** On MEMFS only (not a mounted directory): the module can serve another in-memory database. */
   readonly #inMemory: boolean
   #dead: EngineError | undefined
+  /** Requests run so far (exec calls): a count that only grows. */
+  requests = 0
   /** A request runs (alarms may be delivered, see #alarmMayGoOff). */
   #inRequest = false
   #requestStarted = 0
@@ -716,6 +718,7 @@ export class Backend {
     this.#tail.fill(0)
     const started = performance.now()
     this.#requestStarted = started
+    this.requests++
     this.#inRequest = true
     if (this.timeLimitMs !== undefined) this.#control.cancelAt = started + this.timeLimitMs
     if (this.stopWhen !== undefined) this.#control.pollAt = started + STOP_POLL_MS
