@@ -70,20 +70,26 @@ describe('statement_timeout', () => {
     expect(await sqlState(db.query('select pg_sleep(0.2)'))).toBeUndefined()
   })
 
-  it('is not enforced mid-statement while a timeout that ends the session is set; that one still rolls back with 25P04 and the engine lives', async () => {
-    await db.exec(`set transaction_timeout = '100ms'; set statement_timeout = '50ms'`)
+  it('is enforced while a timeout that ends the session is set; that one rolls back with 25P04 and the engine lives', async () => {
+    await db.exec(`set transaction_timeout = '300ms'; set statement_timeout = '50ms'`)
     try {
       await db.exec('create temp table tt (a int)')
+      // statement_timeout fires before the transaction can be due.
+      expect(await sqlState(db.query('select pg_sleep(0.2)'))).toBe('57014')
+      await db.exec(`set statement_timeout = 0`)
       const err = await rejection(
         db.transaction(async (tx) => {
           await tx.query('insert into tt values (1)')
-          // Runs to its end: the alarm handler would fire transaction_timeout too, ending the engine.
-          await tx.query('select pg_sleep(0.3)')
-          await tx.query('select 1')
+          // Past transaction_timeout mid-statement: canceled, as ending the session would end the engine.
+          await tx.query('select pg_sleep(0.5)')
         }),
       )
       expect(err).toBeInstanceOf(DatabaseError)
-      expect((err as DatabaseError).code).toBe('25P04')
+      expect((err as DatabaseError).code).toBe('57014')
+      // Past it between statements: the next call rolls back with 25P04.
+      await db.exec('begin')
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      expect(await sqlState(db.query('select 1'))).toBe('25P04')
       expect(db.closed).toBe(false)
       expect((await db.query('select count(*)::int as n from tt')).rows).toEqual([{ n: 0 }])
     } finally {
@@ -92,7 +98,8 @@ describe('statement_timeout', () => {
     for (const setting of ['idle_in_transaction_session_timeout', 'idle_session_timeout']) {
       await db.exec(`set ${setting} = '10s'; set statement_timeout = '50ms'`)
       try {
-        expect(await sqlState(db.query('select pg_sleep(0.2)'))).toBeUndefined()
+        // The idle timeouts are armed only between requests: the statement's own timeout still stops it.
+        expect(await sqlState(db.query('select pg_sleep(0.2)'))).toBe('57014')
       } finally {
         await db.exec(`reset ${setting}; reset statement_timeout`)
       }

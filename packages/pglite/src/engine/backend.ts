@@ -798,9 +798,12 @@ export class Backend {
     const deadline = (this.#transactionSince ?? this.#requestStarted) + transactionMs
     const now = performance.now()
     if (now < deadline - 1) return true
-    // Past it the statement is canceled instead (57014), as nothing else would stop it now. A server
-    // (it set stopWhen) gets a moment to end its client first between statements, as PostgreSQL would.
-    if (!this.#canceled && now >= deadline + (this.stopWhen === undefined ? 0 : SERVER_TRANSACTION_GRACE_MS)) this.#control.cancelStatement()
+    // Past it a statement that began before it is canceled instead (57014), as nothing else would
+    // stop it now. One that began after it is the caller's to refuse (the in-process API rolls back
+    // with 25P04 before it runs; a server ends its client). A server (it set stopWhen) gets a moment
+    // to end its client first between statements, as PostgreSQL would.
+    const grace = this.stopWhen === undefined ? 0 : SERVER_TRANSACTION_GRACE_MS
+    if (!this.#canceled && this.#requestStarted < deadline && now >= deadline + grace) this.#control.cancelStatement()
     return false
   }
 
