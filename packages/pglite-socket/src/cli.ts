@@ -30,6 +30,16 @@ Options:
                            with kB, MB or GB; a statement that needs more
                            fails (53200 or 53100) and the others go on
                            (default 4GB)
+  --max-unread-total <size>
+                           output all clients together have not read, past
+                           which the client whose output passes it is
+                           disconnected: bytes, or a number with kB, MB or GB
+                           (default 1GB)
+  --idle-database-timeout <ms>
+                           unload a database other than the main one this
+                           long after its last client left (a directory one
+                           opens again from its folder, an in-memory one from
+                           an archive of it); 0: never (default 30000)
   --max-copy-bytes <size>  COPY FROM STDIN data one client may send before
                            CopyDone, held in memory until then: bytes, or a
                            number with kB, MB or GB (default 256MB)
@@ -71,6 +81,8 @@ async function main(): Promise<number> {
         'max-statement-time': { type: 'string', default: '0' },
         'max-copy-bytes': { type: 'string', default: '256MB' },
         'max-memory': { type: 'string', default: '4GB' },
+        'max-unread-total': { type: 'string', default: '1GB' },
+        'idle-database-timeout': { type: 'string', default: '30000' },
         'copy-stall-timeout': { type: 'string', default: '5000' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
@@ -107,6 +119,12 @@ async function main(): Promise<number> {
   if (maxCopyBytes === undefined) return usage(`--max-copy-bytes must be a whole number of bytes, kB, MB or GB, got ${args['max-copy-bytes']}`)
   const maxMemory = byteSize(args['max-memory'])
   if (!maxMemory) return usage(`--max-memory must be a positive whole number of bytes, kB, MB or GB, got ${args['max-memory']}`)
+  const maxUnreadBytesTotal = byteSize(args['max-unread-total'])
+  if (!maxUnreadBytesTotal) return usage(`--max-unread-total must be a positive whole number of bytes, kB, MB or GB, got ${args['max-unread-total']}`)
+  const idleDatabaseMs = Number(args['idle-database-timeout'])
+  if (!Number.isInteger(idleDatabaseMs) || idleDatabaseMs < 0) {
+    return usage(`--idle-database-timeout must be a whole number of ms >= 0, got ${args['idle-database-timeout']}`)
+  }
   const copyStallMs = Number(args['copy-stall-timeout'])
   if (!Number.isInteger(copyStallMs) || copyStallMs < 0) {
     return usage(`--copy-stall-timeout must be a whole number of ms >= 0, got ${args['copy-stall-timeout']}`)
@@ -139,6 +157,8 @@ async function main(): Promise<number> {
     maxCopyBytes,
     copyStallMs,
     createDatabaseOnConnect: args['create-database-on-connect'],
+    maxUnreadBytesTotal,
+    idleDatabaseMs,
     role: args.role,
     debug: args.debug,
     cancelRunning: !args['no-cancel-running'],

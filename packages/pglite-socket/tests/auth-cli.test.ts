@@ -281,10 +281,17 @@ describe('the CLI', () => {
     expect(result.stderr).toContain('--max-copy-bytes must be a whole number of bytes, kB, MB or GB, got lots')
   })
 
+  it('exits 2 with the usage when --max-unread-total is not a size', { timeout: 120_000 }, async () => {
+    const result = await runCli(['--max-unread-total', 'plenty'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--max-unread-total must be a positive whole number of bytes, kB, MB or GB, got plenty')
+  })
+
   it.each([
     ['--idle-in-transaction-timeout', '1m'],
     ['--max-statement-time', 'ten'],
     ['--copy-stall-timeout', 'soon'],
+    ['--idle-database-timeout', 'later'],
   ])('exits 2 with the usage when %s is not a number of ms', { timeout: 120_000 }, async (flag, value) => {
     const result = await runCli([flag, value])
     expect(result.code).toBe(2)
