@@ -349,7 +349,6 @@ export class Multiplexer {
   #engineRestarted(lease: EngineLease): void {
     this.#restarts = lease.restarts
     this.#sessionSettings = undefined
-    this.#releasesSeen = lease.advisoryReleases
     for (const client of this.#clients.values()) {
       queueMicrotask(() =>
         client.terminate?.('57P02', 'terminating connection because the database engine failed and was started again with crash recovery; committed transactions are kept'),
@@ -363,7 +362,6 @@ export class Multiplexer {
   /** Clients waiting for a session advisory lock to be let go of (lock-wait.ts). */
   #lockWaiters: LockWaitEntry[] = []
   #lockCheck: ReturnType<typeof setInterval> | undefined
-  #releasesSeen = 0
 
   /** Ends the clients the last batch's pg_terminate_backend() named, once that batch's replies are out; looks at the lock waiters. */
   #endTerminated(lease: EngineLease): void {
@@ -371,7 +369,6 @@ export class Multiplexer {
       const target = this.#clients.get(id)
       if (target) queueMicrotask(() => target.terminate?.('57P01', 'terminating connection due to administrator command'))
     }
-    this.#releasesSeen = lease.advisoryReleases
     if (this.#lockWaiters.length > 0) this.#checkLockWaiters(lease)
   }
 
