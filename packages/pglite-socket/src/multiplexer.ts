@@ -1,5 +1,5 @@
 import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
-import { applyClientSettings, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
+import { applyClientSettings, meaningChanges, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
 import { deadlockOf, LockWaitFailure, type LockWaiter } from './lock-wait.js'
 import { SessionObjects } from './session-objects.js'
 import { Msg, concat, cstrings, frame, int32s } from './wire.js'
@@ -179,8 +179,10 @@ export class Multiplexer {
       return // The engine died: the batch reports it.
     }
     this.#sessionSettings = wanted
-    // search_path, TimeZone...: SQL may read differently now; and idle_session_timeout is read again.
-    this.cacheEpoch++
+    // search_path, TimeZone...: SQL may read differently now (a pg client's
+    // client_encoding alone, put back on every lease, does not change it).
+    if (meaningChanges(wanted, current)) this.cacheEpoch++
+    // idle_session_timeout is read again.
     this.readSettings(lease)
   }
 

@@ -95,6 +95,36 @@ export function readClientSettings(lease: EngineLease, defaults: SessionDefaults
   return settings
 }
 
+/**
+ * Settings that change neither how SQL parses and plans nor what names
+ * resolve to: only how results are sent, or limits on running.
+ */
+const MEANING_NEUTRAL = new Set([
+  'application_name',
+  'client_encoding',
+  'client_min_messages',
+  'extra_float_digits',
+  'bytea_output',
+  'statement_timeout',
+  'lock_timeout',
+  'idle_in_transaction_session_timeout',
+  'idle_session_timeout',
+  'transaction_timeout',
+  'default_transaction_isolation',
+  'default_transaction_read_only',
+  'default_transaction_deferrable',
+  'synchronous_commit',
+  'work_mem',
+  'maintenance_work_mem',
+])
+
+/** Whether going from `current` to `wanted` changes a setting that may change what SQL means. */
+export function meaningChanges(wanted: ClientSettings, current: ClientSettings): boolean {
+  for (const [name, value] of wanted) if (current.get(name) !== value && !MEANING_NEUTRAL.has(name)) return true
+  for (const name of current.keys()) if (!wanted.has(name) && !MEANING_NEUTRAL.has(name)) return true
+  return false
+}
+
 /** `value` between dollar quotes whose tag (`base`, lengthened) it does not contain: a client's value can never end them. */
 export function dollarQuote(value: string, base = 'v'): string {
   let tag = base

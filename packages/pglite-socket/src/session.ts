@@ -866,8 +866,10 @@ export class Session implements MuxClient {
       if (watchObjects) this.#mux!.objects.before(lease)
       let message = this.#batch
       const plan = this.#batchPlan
-      if (plan?.kind === 'create') plan.entry.epoch = this.#mux!.cacheEpoch
-      else if (plan && plan.entry.epoch !== this.#mux!.cacheEpoch) {
+      if (plan?.kind === 'create') {
+        plan.entry.epoch = this.#mux!.cacheEpoch
+        plan.entry.catalog = lease.catalogChanges
+      } else if (plan && (plan.entry.epoch !== this.#mux!.cacheEpoch || plan.entry.catalog !== lease.catalogChanges)) {
         // Something since its Parse may make the SQL mean another thing now: parse it as sent.
         this.#dropCached(lease, plan)
         message = plan.original

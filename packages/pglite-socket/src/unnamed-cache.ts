@@ -26,6 +26,8 @@ export interface CachedStatement {
   ready: boolean
   /** The multiplexer's cache epoch when it was parsed; trusted only while that holds. */
   epoch: number
+  /** The engine's `catalogChanges` when it was parsed: DDL since, however it ran, means parse again. */
+  catalog: number
 }
 
 /** A batch rewritten to use a cached statement instead of the unnamed one. */
@@ -145,7 +147,7 @@ export class UnnamedStatementCache {
       if (!entry) {
         if (this.#entries.size >= MAX_ENTRIES) return undefined
         const name = `${this.#prefix}${this.#next++}`
-        entry = { name, nameBytes: utf8.encode(name), key, keyBytes: bytes.slice(sqlStart, parseEnd), ready: false, epoch: -1 }
+        entry = { name, nameBytes: utf8.encode(name), key, keyBytes: bytes.slice(sqlStart, parseEnd), ready: false, epoch: -1, catalog: -1 }
         this.#entries.set(key, entry)
       } else if (!entry.ready) {
         return undefined

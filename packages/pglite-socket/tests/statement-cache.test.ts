@@ -189,6 +189,25 @@ describe('the unnamed-statement cache', () => {
     expect((await client.query('select v from sh_t where $1::int = 1', [1])).rows).toEqual([{ v: 'public' }])
   })
 
+  it('calls a better-matching function made since by dynamic SQL in a function', async () => {
+    const client = await served.connect()
+    // Postgres's plan cache does not look for new overloads: only a new Parse finds one.
+    await client.query(`create function sh_f(numeric) returns text language sql as $$ select 'numeric' $$`)
+    await client.query(`create function sh_make() returns void language plpgsql as $$ begin
+      execute format('create function sh_f(int) returns text language sql as %L', 'select ''int'''); end $$`)
+    await client.query(`create function sh_drop() returns void language plpgsql as $$ begin execute 'drop function sh_f(int)'; end $$`)
+    const call = async (): Promise<string> => (await client.query<{ v: string }>('select sh_f($1::int) as v', [1])).rows[0]!.v
+    await primed(client, call)
+    // Parsed again after primed()'s in-process check, then bound from the cache.
+    expect(await call()).toBe('numeric')
+    expect(await call()).toBe('numeric')
+    // A SELECT, in the SQL text the server reads: only the engine sees the DDL.
+    await client.query('select sh_make()')
+    expect(await call()).toBe('int')
+    await client.query('select sh_drop()')
+    expect(await call()).toBe('numeric')
+  })
+
   it('finds a table made by CREATE TABLE AS earlier in the search_path, whose tag reads SELECT', async () => {
     const client = await served.connect()
     await client.query(`create schema sh_s; create table sh_ctas (v text); insert into sh_ctas values ('public')`)

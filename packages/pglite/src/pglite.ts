@@ -149,6 +149,13 @@ export interface EngineLease {
    * nothing ran between them, so the session is as the first one left it.
    */
   readonly requests: number
+  /**
+   * Statements run so far that may have changed what a prepared statement
+   * refers to (DDL however it ran, `search_path`, the rollback of a
+   * transaction with DDL): a count that only grows, within one engine. A
+   * statement cached while it had another value must be parsed again.
+   */
+  readonly catalogChanges: number
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -1163,6 +1170,9 @@ export class PGlite implements AsyncDisposable {
       advisoryLockHolders: (key) => backend.advisoryLockHolders(key),
       get requests() {
         return backend.requests
+      },
+      get catalogChanges() {
+        return backend.catalogChanges
       },
       get advisoryReleases() {
         return backend.advisoryReleases

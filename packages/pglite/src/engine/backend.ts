@@ -456,6 +456,7 @@ export class Backend {
     try {
       lockShippedTrees(blank.mod)
       restoreSnapshot(blank.mod, blank.control, snapshot)
+      blank.clients.restored()
     } catch (cause) {
       backend.#teardown()
       throw new EngineError(`restoring a snapshot failed: ${String(cause)}`, { code: 'STARTUP_FAILED', cause })
@@ -520,12 +521,22 @@ export class Backend {
     return this.#blank.clients.releases
   }
 
-  /** Ids of the server clients pg_terminate_backend() asked to end since the last call. */
   /** The pids of the holders of session advisory lock `key` (client-functions.ts). */
   advisoryLockHolders(key: string): number[] {
     return this.#blank.clients.holders(key)
   }
 
+  /**
+   * How many statements so far may have changed what a prepared statement
+   * refers to: DDL, `search_path`, the rollback of a transaction that ran
+   * DDL (a count that only grows; engine/utility-hook.ts). A statement
+   * cache prepares again when it moved since the statement was prepared.
+   */
+  get catalogChanges(): number {
+    return this.#blank.clients.catalogChanges
+  }
+
+  /** Ids of the server clients pg_terminate_backend() asked to end since the last call. */
   takeTerminations(): number[] {
     return this.#blank.clients.takeTerminations()
   }

@@ -164,6 +164,11 @@ export class ClientFunctions {
     this.callbacks.push(...this.#utility.callbacks)
   }
 
+  /** The module's memory was replaced by a snapshot's: put the utility hook back in its place. */
+  restored(): void {
+    this.#utility.place()
+  }
+
   /** The client whose statements run from now on; undefined for an in-process caller. */
   setClient(client: EngineClient | undefined): void {
     this.#client = client
@@ -181,6 +186,11 @@ export class ClientFunctions {
       else for (const [pid, known] of this.#clients) if (known === id) pids.push(pid)
     }
     return pids
+  }
+
+  /** How many statements so far may have changed what a prepared statement refers to (utility-hook.ts). */
+  get catalogChanges(): number {
+    return this.#utility.catalogChanges
   }
 
   /** Ids of the clients pg_terminate_backend() asked to end since the last call. */
@@ -230,14 +240,15 @@ export class ClientFunctions {
         this.forgetClient(this.#owner)
         return 0
       case 'setting': {
+        const view = new DataView(this.#mod.HEAPU8.buffer)
+        // A NULL name is Postgres' own error to raise.
+        const name = view.getUint8(fcinfo + FCINFO_ARGS + 4) ? null : this.#mod.UTF8ToString(this.#fn('text_to_cstring')(view.getUint32(fcinfo + FCINFO_ARGS, true)))
         const check = this.#client?.checkUtility
         if (check) {
-          const view = new DataView(this.#mod.HEAPU8.buffer)
-          // A NULL name is Postgres' own error to raise.
-          const name = view.getUint8(fcinfo + FCINFO_ARGS + 4) ? null : this.#mod.UTF8ToString(this.#fn('text_to_cstring')(view.getUint32(fcinfo + FCINFO_ARGS, true)))
           const refusal = check({ tag: 'SET', name, topLevel: false })
           if (refusal) this.#guards.raise(refusal)
         }
+        if (name !== null) this.#utility.noteSetting(name)
         return native(fcinfo)
       }
       case 'xact': {

@@ -3,14 +3,19 @@ import type { MemoryBudget } from './memory-budget.js'
 import type { RaisedError, SessionGuards } from './session-guards.js'
 
 /*
- * A server's per-client rules on the statements that name session-wide
- * objects (prepared statements, cursors, LISTEN channels), decided on what
- * Postgres parsed rather than on the SQL text: `ProcessUtility_hook` sees
- * every utility statement however it was written (a Unicode-escaped
- * identifier, a comment between words) and wherever it runs (a DO block's
- * or a function's dynamic SQL, `EXECUTE format(...)`). The hook is in
- * place only while a server client with a check runs, so in-process
- * callers pay nothing.
+ * What `ProcessUtility_hook` sees of every utility statement, however it was
+ * written (a Unicode-escaped identifier, a comment between words) and
+ * wherever it runs (a DO block's or a function's dynamic SQL, `EXECUTE
+ * format(...)`):
+ * - a server's per-client rules on the statements that name session-wide
+ *   objects (prepared statements, cursors, LISTEN channels), decided on
+ *   what Postgres parsed rather than on the SQL text;
+ * - a count of the statements that may change what a prepared statement's
+ *   frozen parameter types or result columns refer to (DDL, `search_path`,
+ *   the rollback of a transaction that ran DDL), so that statement caches
+ *   prepare again instead of serving a statement Postgres can no longer
+ *   plan (`cache lookup failed for type`).
+ * Its cost is one call into JavaScript per utility statement.
  */
 
 /** A utility statement as the engine parsed it. */
@@ -63,6 +68,48 @@ const HOLDING_EXECUTE = new Set(['EXPLAIN', 'CREATE TABLE AS', 'SELECT', 'CREATE
 const OBJECTS_SHARE = 0.5
 /** Statements checked with no name (they reach every client's objects). */
 const NAMELESS = new Set(['DISCARD ALL', 'DISCARD TEMP'])
+/**
+ * Command tags of utility statements that change no catalog object a
+ * prepared statement can name. `SET`/`RESET` count only for `search_path`
+ * (name resolution); transaction ends count when DDL ran in the transaction.
+ * EXPLAIN is left out: `EXPLAIN ANALYZE CREATE TABLE ... AS` creates.
+ */
+const CATALOG_UNCHANGED = [
+  'BEGIN',
+  'START TRANSACTION',
+  'SAVEPOINT',
+  'RELEASE',
+  'SHOW',
+  'PREPARE',
+  'EXECUTE',
+  'DEALLOCATE',
+  'DEALLOCATE ALL',
+  'DECLARE CURSOR',
+  'FETCH',
+  'MOVE',
+  'CLOSE CURSOR',
+  'CLOSE CURSOR ALL',
+  'LISTEN',
+  'UNLISTEN',
+  'NOTIFY',
+  'LOCK TABLE',
+  'COPY',
+  'DO',
+  'CALL',
+  'CHECKPOINT',
+  'VACUUM',
+  'ANALYZE',
+  'LOAD',
+  'SET CONSTRAINTS',
+  'DISCARD PLANS',
+  'DISCARD SEQUENCES',
+]
+/** `TransactionStmt.kind` (parsenodes.h): the kinds that end a transaction or undo part of it. */
+const TRANSACTION_KIND = 4
+const TRANS_STMT_COMMIT = 2
+const TRANS_STMT_ROLLBACK = 3
+const TRANS_STMT_ROLLBACK_TO = 6
+const TRANS_STMT_PREPARE = 7
 
 type Fn = (...args: number[]) => number
 
@@ -79,6 +126,16 @@ export class UtilityHook {
   #check: UtilityCheck | undefined
 
   readonly #budget: MemoryBudget
+  /** Command tag enum values (`CommandTag`) of {@link CATALOG_UNCHANGED}, and of the statements read more closely. */
+  #unchanged = new Set<number>()
+  #tags = { begin: -1, start: -1, set: -1, reset: -1, commit: -1, rollback: -1, prepareTransaction: -1 }
+  /** A statement that counted ran in the current transaction: its end (a rollback may undo it) counts too. */
+  #changedInTransaction = false
+  /**
+   * How many statements so far may have changed what a prepared statement
+   * refers to (a count that only grows; see the file comment).
+   */
+  catalogChanges = 0
 
   constructor(mod: PostgresModule, instance: WebAssembly.Instance, guards: SessionGuards, budget: MemoryBudget) {
     this.#budget = budget
@@ -89,9 +146,10 @@ export class UtilityHook {
     this.#table = instance.exports.__indirect_function_table as WebAssembly.Table
   }
 
-  /** Registers the hook function; call once per module. It is put in place by {@link setCheck}. */
+  /** Registers the hook function and puts it in place; call once per module, before Postgres starts. */
   install(): void {
     this.#hook = this.#mod.addFunction((pstmt: number, query: number, readOnly: number, context: number, params: number, env: number, dest: number, qc: number) => {
+      this.#count(pstmt)
       const check = this.#check
       if (check) this.#decide(check, pstmt, context)
       const next = this.#previous === 0 ? this.#ex.standard_ProcessUtility! : (this.#table.get(this.#previous) as Fn)
@@ -99,20 +157,67 @@ export class UtilityHook {
       return 0
     }, 'viiiiiiii')
     this.callbacks.push(this.#hook)
+    const sp = this.#mod.stackSave()
+    try {
+      const tag = (name: string): number => this.#ex.GetCommandTagEnum!(this.#mod.stringToUTF8OnStack(name))
+      this.#unchanged = new Set(CATALOG_UNCHANGED.map(tag))
+      this.#tags = { begin: tag('BEGIN'), start: tag('START TRANSACTION'), set: tag('SET'), reset: tag('RESET'), commit: tag('COMMIT'), rollback: tag('ROLLBACK'), prepareTransaction: tag('PREPARE TRANSACTION') }
+    } finally {
+      this.#mod.stackRestore(sp)
+    }
+    this.place()
   }
 
-  /** The check for the statements that run from now on; undefined takes the hook out. */
-  setCheck(check: UtilityCheck | undefined): void {
-    this.#check = check
+  /**
+   * Puts the hook in place: at install, and again after a snapshot's memory
+   * replaced the module's (a snapshot taken before the hook existed holds
+   * no hook; one taken with it in place already points at it).
+   */
+  place(): void {
     const heap = new DataView(this.#mod.HEAPU8.buffer)
     const current = heap.getUint32(this.#hookAt, true)
-    if (check && current !== this.#hook) {
-      this.#previous = current
-      heap.setUint32(this.#hookAt, this.#hook, true)
-    } else if (!check && current === this.#hook) {
-      // A library loaded since may have chained ours: then it stays, asking nothing.
-      heap.setUint32(this.#hookAt, this.#previous, true)
+    if (current === this.#hook) return
+    this.#previous = current
+    heap.setUint32(this.#hookAt, this.#hook, true)
+  }
+
+  /** The check for the statements that run from now on; undefined: none. */
+  setCheck(check: UtilityCheck | undefined): void {
+    this.#check = check
+  }
+
+  /** A setting changed outside a SET statement (`set_config()`). */
+  noteSetting(name: string): void {
+    if (!resolvesNames(name)) return
+    this.#changedInTransaction = true
+    this.catalogChanges++
+  }
+
+  /** Counts the statement in {@link catalogChanges} when it may change what prepared statements refer to. */
+  #count(pstmt: number): void {
+    const view = new DataView(this.#mod.HEAPU8.buffer)
+    const node = view.getUint32(pstmt + PLANNED_UTILITY_STMT, true)
+    if (node === 0) return
+    const tag = this.#ex.CreateCommandTag!(node)
+    const tags = this.#tags
+    // What ran before a transaction block was committed on its own.
+    if (tag === tags.begin || tag === tags.start) this.#changedInTransaction = false
+    if (this.#unchanged.has(tag)) return
+    if (tag === tags.set || tag === tags.reset) {
+      const name = view.getUint32(node + VARIABLE_SET_NAME, true)
+      // RESET ALL has no name.
+      if (name !== 0 && !resolvesNames(this.#mod.UTF8ToString(name))) return
+    } else if (tag === tags.commit || tag === tags.rollback || tag === tags.prepareTransaction) {
+      const kind = view.getInt32(node + TRANSACTION_KIND, true)
+      const ends = kind === TRANS_STMT_COMMIT || kind === TRANS_STMT_ROLLBACK || kind === TRANS_STMT_PREPARE
+      if (!ends && kind !== TRANS_STMT_ROLLBACK_TO) return
+      if (!this.#changedInTransaction) return
+      if (ends) this.#changedInTransaction = false
+      this.catalogChanges++
+      return
     }
+    this.#changedInTransaction = true
+    this.catalogChanges++
   }
 
   #decide(check: UtilityCheck, pstmt: number, context: number): void {
@@ -161,6 +266,11 @@ export class UtilityHook {
   #text(node: number): string {
     return this.#mod.UTF8ToString(this.#ex.nodeToString!(node))
   }
+}
+
+/** Whether setting `name` changes what names in SQL resolve to. */
+function resolvesNames(name: string): boolean {
+  return name.toLowerCase() === 'search_path'
 }
 
 /**

@@ -113,7 +113,14 @@ export class QueryRunner {
   #query(sql: string, params: readonly unknown[], options: QueryOptions | undefined, mayRetry: boolean): ResultSet {
     const cache = this.cache
     const key = options?.paramTypes?.length ? `${sql}\u0000${options.paramTypes.join(',')}` : sql
-    const cached = cache.enabled ? cache.get(key) : undefined
+    let cached = cache.enabled ? cache.get(key) : undefined
+    if (cached && cached.catalog !== this.#backend.catalogChanges) {
+      // Postgres re-plans a statement after DDL but keeps its parameter
+      // types: a dropped and re-created type fails with "cache lookup
+      // failed". Prepare afresh, as if it were never cached.
+      cache.drop(key)
+      cached = undefined
+    }
     if (cached) {
       const values = this.#serialize(params, cached.paramTypes, options)
       const message = this.#writerWithCloses().bind('', cached.name, values).execute().sync().view()
@@ -135,6 +142,7 @@ export class QueryRunner {
     }
 
     const name = cache.enabled ? cache.nextName() : ''
+    const catalog = this.#backend.catalogChanges
     const explicitTypes = options?.paramTypes ?? []
     let c: ResultCollector
     if (params.length > 0 && (this.#typesAlwaysNeeded || options?.serializers || needsParamTypes(params))) {
@@ -144,7 +152,7 @@ export class QueryRunner {
       if (c.error) throw withQuery(c.error, sql, params)
       const paramTypes = c.paramTypes ?? []
       const described = c.described
-      this.#remember(key, name, paramTypes, described)
+      this.#remember(key, name, paramTypes, described, catalog)
       const values = this.#serialize(params, paramTypes, options)
       c = this.#run(this.#writerWithCloses().bind('', name, values).execute().sync().view(), options, described ?? undefined)
     } else {
@@ -153,19 +161,19 @@ export class QueryRunner {
         this.#writerWithCloses().parse(name, sql, explicitTypes).describe('S', name).bind('', name, values).execute().sync().view(),
         options,
       )
-      if (c.parseComplete) this.#remember(key, name, c.paramTypes ?? [], c.described)
+      if (c.parseComplete) this.#remember(key, name, c.paramTypes ?? [], c.described, catalog)
     }
     if (c.error) throw withQuery(c.error, sql, params)
     return firstResult(c)
   }
 
-  #remember(key: string, name: string, paramTypes: readonly number[], described: ResultCollector['described']): void {
+  #remember(key: string, name: string, paramTypes: readonly number[], described: ResultCollector['described'], catalog: number): void {
     if (!name) return
     const fields = described ? described.fields : null
     // The shape is rebuilt with the instance's parsers: a per-query `parsers`
     // option must not leak into later calls.
     const shape = fields ? makeRowShape(fields, this.parsers) : null
-    this.cache.set(key, { name, paramTypes, fields, shape })
+    this.cache.set(key, { name, paramTypes, fields, shape, catalog })
   }
 
   #serialize(

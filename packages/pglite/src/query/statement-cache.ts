@@ -7,6 +7,11 @@ export interface CachedStatement {
   /** The row shape built with the instance's parsers; null when the statement returns no rows. */
   readonly shape: RowShape | null
   readonly fields: Field[] | null
+  /**
+   * The engine's `catalogChanges` when it was prepared: once DDL ran since,
+   * its frozen parameter types and columns may name objects that changed.
+   */
+  readonly catalog: number
 }
 
 /**
