@@ -2,7 +2,8 @@ import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
 import { applyClientSettings, meaningChanges, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
 import { deadlockOf, LockWaitFailure, type LockWaiter } from './lock-wait.js'
 import { SessionObjects } from './session-objects.js'
-import { Msg, concat, cstrings, frame, int32s } from './wire.js'
+import { readReported, type ReportedSettings } from './reported-settings.js'
+import { Msg, concat, cstrings, frame, int32s, queryMessage, readRows } from './wire.js'
 
 /** A NotificationResponse as the backend would send it, from the process id the sender's client was given (0: an in-process caller). */
 function notificationFrame(processId: number, channel: string, payload: string): Uint8Array {
@@ -33,6 +34,12 @@ export interface MuxClient {
   settings?: ClientSettings
   /** Its last batch may have changed a setting: they are read again when it lets the engine go. */
   settingsChanged?: boolean
+  /**
+   * Set when the server put settings on the session for it that others had
+   * changed (its own, or the host's): what it was told of the reported
+   * settings may be out of date.
+   */
+  reportDue?: boolean
   /** Whether it is gone (nothing of it is read or restored any more). */
   readonly closed?: boolean
   /** Ends its connection with a FATAL error (`pg_terminate_backend()` of its pid). */
@@ -48,6 +55,11 @@ export interface MuxClient {
    */
   readonly stopRequested?: () => boolean
 }
+
+/** A role a client logs in as: `unknown` when the roles could not be read yet. */
+export type LoginRole = 'login' | 'nologin' | 'missing' | 'unknown'
+
+const ROLES = queryMessage('select rolname::text, rolcanlogin::text from pg_catalog.pg_roles')
 
 /** What the engine is told for a client without a process id: an in-process caller's identity. */
 const NO_CLIENT: LeaseClient = { id: 0, pid: 0 }
@@ -179,6 +191,7 @@ export class Multiplexer {
       return // The engine died: the batch reports it.
     }
     this.#sessionSettings = wanted
+    client.reportDue = true
     // search_path, TimeZone...: SQL may read differently now (a pg client's
     // client_encoding alone, put back on every lease, does not change it).
     if (meaningChanges(wanted, current)) this.cacheEpoch++
@@ -245,6 +258,38 @@ export class Multiplexer {
       })
       .catch(() => {})
     return leasing
+  }
+
+  /** Roles by name (true: may log in), as last read, and the engine's `catalogChanges` then. */
+  #roles: { readonly catalog: number; readonly canLogin: ReadonlyMap<string, boolean> } | undefined
+
+  /**
+   * What a client logging in as `user` needs from the engine: whether the
+   * role may log in, and the reported settings as the client will see them
+   * (its startup settings put on the session). A client in a transaction
+   * block holds the engine, and a login must not wait for it: the roles
+   * are then the ones last read (undefined: not known), and the settings
+   * not read.
+   */
+  async login(client: MuxClient, user: string): Promise<{ role: LoginRole; reported: ReportedSettings | undefined }> {
+    const owner = this.#owner
+    if (owner && owner !== client && owner.pinned) return { role: this.#loginRole(user), reported: undefined }
+    return this.run(client, (lease) => {
+      if (this.#roles?.catalog !== lease.catalogChanges) {
+        const rows = readRows(lease, ROLES)
+        if (rows) this.#roles = { catalog: lease.catalogChanges, canLogin: new Map(rows.map(([name, login]) => [name!, login === 'true'])) }
+      }
+      const reported = readReported(lease)
+      client.reportDue = false
+      return { role: this.#loginRole(user), reported }
+    })
+  }
+
+  #loginRole(user: string): LoginRole {
+    const roles = this.#roles
+    if (!roles) return 'unknown'
+    const canLogin = roles.canLogin.get(user)
+    return canLogin === undefined ? 'missing' : canLogin ? 'login' : 'nologin'
   }
 
   /** Reads the engine's session-wide settings the server acts on. */

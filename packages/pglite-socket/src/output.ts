@@ -2,6 +2,9 @@ import { Msg, copyOut } from './wire.js'
 
 type Mode = 'forward' | 'drop' | 'hold' | 'error'
 
+/** A ReadyForQuery frame: type, length 5, status. */
+const READY_FOR_QUERY_BYTES = 6
+
 /** Bytes appended at the end, grown by doubling, reused after `clear()`. */
 class ByteBuffer {
   bytes: Uint8Array
@@ -78,6 +81,24 @@ export class OutputSplitter {
 
   get pendingBytes(): number {
     return this.#out.length
+  }
+
+  /**
+   * Puts `frames` before the ReadyForQuery that ends the output not yet
+   * taken, as Postgres sends ParameterStatus; after it when that
+   * ReadyForQuery went out already.
+   */
+  beforeReady(frames: Uint8Array): void {
+    const out = this.#out
+    const at = out.length - READY_FOR_QUERY_BYTES
+    if (at < 0 || out.bytes[at] !== Msg.ReadyForQuery || out.bytes[at + 4] !== READY_FOR_QUERY_BYTES - 1) {
+      out.append(frames)
+      return
+    }
+    const ready = out.bytes.slice(at, out.length)
+    out.length = at
+    out.append(frames)
+    out.append(ready)
   }
 
   /** Sends (`send`) or drops the CommandComplete still held back. */

@@ -1,7 +1,7 @@
 import type { EngineLease } from '@pgwasm/pglite'
 import type { OthersObjects } from './own-scope.js'
 import { mentions } from './unnamed-cache.js'
-import { concat, decodeUtf8, forEachFrame, queryMessage, quoteIdent, readInt32 } from './wire.js'
+import { concat, queryMessage, quoteIdent, readRows } from './wire.js'
 
 /**
  * Temporary relations, WITH HOLD cursors and SQL-level `PREPARE`d
@@ -176,29 +176,6 @@ export class SessionObjects<Client> {
 function readKeys(lease: EngineLease): Set<string> | undefined {
   const rows = readRows(lease, READ)
   return rows && new Set(rows.map((row) => row[0]!))
-}
-
-/** The text columns of the rows `message` (a Query) returns; undefined when it failed. */
-function readRows(lease: EngineLease, message: Uint8Array): string[][] | undefined {
-  const chunks: Uint8Array[] = []
-  lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
-  const reply = concat(chunks)
-  const rows: string[][] = []
-  let failed = false
-  forEachFrame(reply, (type, start) => {
-    if (type === 0x45) failed = true
-    if (type !== 0x44) return
-    // DataRow: a column count, then each column's length and text (no NULLs here).
-    const row: string[] = []
-    let at = start + 2
-    for (let n = (reply[start]! << 8) | reply[start + 1]!; n > 0; n--) {
-      const length = readInt32(reply, at)
-      row.push(decodeUtf8(reply.subarray(at + 4, at + 4 + length)))
-      at += 4 + length
-    }
-    rows.push(row)
-  })
-  return failed ? undefined : rows
 }
 
 /** The keyword that names each kind of relation in ALTER and DROP. */

@@ -24,7 +24,8 @@ import { LeaseScriptEngine } from './script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from './lock-wait.js'
 import { splitIfCopyFromClient } from './sql-split.js'
 import { readStartupRequest, startupReply } from './startup.js'
-import { NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
+import { assumedReported, readReported, reportChanges, type ReportedSettings } from './reported-settings.js'
+import { dollarQuote, NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
 import {
   EXTENDED_TYPES,
   Msg,
@@ -37,6 +38,8 @@ import {
   decodeUtf8,
   errorResponse,
   forEachFrame,
+  queryMessage,
+  readRows,
   readyForQuery,
   statusLetter,
   unexpectedDuringCopy,
@@ -336,6 +339,12 @@ export class Session implements MuxClient {
   settings: ClientSettings = NO_SETTINGS
   /** Its last batch may have changed one (MuxClient). */
   settingsChanged = false
+  /** Set by the multiplexer when it put back settings others had changed (MuxClient). */
+  reportDue = false
+  /** The reported settings as this client was last told them (reported-settings.ts). */
+  #reported: ReportedSettings = new Map()
+  /** A reported setting changed inside the open transaction block: its end (or a rollback to a savepoint) may change it back. */
+  #reportInTransaction = false
 
   /** Bytes from the client. */
   receive(bytes: Uint8Array): void {
@@ -406,7 +415,15 @@ export class Session implements MuxClient {
   }
 
   #readStartup(): boolean {
-    const packet = this.#input.startupPacket()
+    const input = this.#input
+    if (isTerminate(input.bytes, input.offset, input.buffered)) {
+      // A client that ends before it starts (node-postgres' connect() then
+      // end() at once sends its Terminate first): Postgres closes without a word.
+      this.#host.log(`session ${this.processId}: ended before its startup packet`)
+      this.#close()
+      return false
+    }
+    const packet = input.startupPacket()
     if (!packet) return false
     const request = readStartupRequest(packet)
     switch (request.kind) {
@@ -452,23 +469,43 @@ export class Session implements MuxClient {
       return
     }
     if (this.isClosed) return
+    const refusal = await this.#login()
+    if (this.isClosed) return
+    if (refusal) {
+      this.#fatal('28000', refusal)
+      return
+    }
     this.#ready()
     void this.#pump()
+  }
+
+  /**
+   * Learns what the client is told at startup, and why the role it logs in
+   * as may not log in, as Postgres says it: the role must exist and have
+   * LOGIN (the client then runs as the engine's superuser or the `role`
+   * option's role; see the README).
+   */
+  async #login(): Promise<string | undefined> {
+    const user = this.#user
+    let facts: Awaited<ReturnType<Multiplexer['login']>> | undefined
+    try {
+      facts = await this.#mux!.login(this, user)
+    } catch {
+      facts = undefined // The engine died: the first batch reports it.
+    }
+    this.#reported = facts?.reported ?? assumedReported(user, this.#applicationName, this.#host.serverVersion)
+    // The in-process bridge is the embedding application itself, under any name.
+    if (this.#transport.remoteAddress === undefined) return undefined
+    if (facts?.role === 'missing') return `role "${user}" does not exist`
+    if (facts?.role === 'nologin') return `role "${user}" is not permitted to log in`
+    return undefined
   }
 
   #ready(): void {
     this.#state = 'ready'
     if (this.#authTimer) clearTimeout(this.#authTimer)
     this.#authTimer = undefined
-    this.#transport.write(
-      startupReply({
-        user: this.#user,
-        applicationName: this.#applicationName,
-        serverVersion: this.#host.serverVersion,
-        processId: this.processId,
-        secret: this.secret,
-      }),
-    )
+    this.#transport.write(startupReply(this.#reported, this.processId, this.secret))
   }
 
   async #readAuth(): Promise<boolean> {
@@ -890,6 +927,7 @@ export class Session implements MuxClient {
       }
       if (this.#batchPlan) this.#settlePlan(lease, this.#batchPlan)
       this.#noteMeaning(this.#batchMeaning, lease)
+      if ((this.settingsChanged || this.reportDue || this.#reportInTransaction) && !this.#unsynced) this.#report(lease)
       // Read at a Sync point only: a Query in the middle of an extended sequence would end it.
       if (watchObjects && !this.#unsynced) {
         this.#mux!.objects.after(lease, this)
@@ -906,6 +944,29 @@ export class Session implements MuxClient {
     if (wasInTransaction && this.#timeouts.transactionExpired(TRANSACTION_STOP_GRACE_MS)) queueMicrotask(() => this.#expire('transaction'))
     else if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
     this.#flush()
+  }
+
+  /**
+   * Tells the client of each reported setting whose value changed since it
+   * was last told, in ParameterStatus messages before the batch's
+   * ReadyForQuery, as Postgres reports them.
+   */
+  #report(lease: EngineLease): void {
+    const now = readReported(lease)
+    // An aborted transaction block cannot read them: asked again after its end.
+    if (!now) {
+      this.#reportInTransaction = true
+      return
+    }
+    this.reportDue = false
+    const frames = reportChanges(this.#reported, now)
+    this.#reported = now
+    const inTransaction = this.#splitter.lastStatus === 0x54 /* T */ || this.#splitter.lastStatus === 0x45 /* E */
+    if (frames.length > 0) {
+      this.#splitter.beforeReady(frames)
+      if (inTransaction) this.#reportInTransaction = true
+    }
+    if (!inTransaction) this.#reportInTransaction = false
   }
 
   /** After a request of a client that is or was in a transaction block: its timeouts as the engine has them now. */
@@ -1146,4 +1207,9 @@ export class Session implements MuxClient {
       mux.release(this)
     }
   }
+}
+
+/** Whether the bytes at `at` are a Terminate message (`X`, length 4). */
+function isTerminate(bytes: Uint8Array, at: number, available: number): boolean {
+  return available >= 5 && bytes[at] === Msg.Terminate && readInt32(bytes, at + 1) === 4
 }

@@ -1,41 +1,13 @@
-import { StartupCode, authenticationOk, backendKeyData, concat, parameterStatus, readInt32, readStartupParams, readyForQuery } from './wire.js'
-
-export interface StartupIdentity {
-  readonly user: string
-  readonly applicationName: string
-  readonly serverVersion: string
-  readonly processId: number
-  readonly secret: number
-}
+import { reportAll, type ReportedSettings } from './reported-settings.js'
+import { StartupCode, authenticationOk, backendKeyData, concat, readInt32, readStartupParams, readyForQuery } from './wire.js'
 
 /**
- * What a client gets once it is in: AuthenticationOk, the ParameterStatus
- * values libpq and drivers read (the engine's session settings), its cancel
- * key, and ReadyForQuery.
+ * What a client gets once it is in: AuthenticationOk, a ParameterStatus for
+ * each reported setting (reported-settings.ts), its cancel key, and
+ * ReadyForQuery.
  */
-export function startupReply(who: StartupIdentity): Uint8Array {
-  const status: [string, string][] = [
-    ['application_name', who.applicationName],
-    ['client_encoding', 'UTF8'],
-    ['DateStyle', 'ISO, MDY'],
-    ['default_transaction_read_only', 'off'],
-    ['in_hot_standby', 'off'],
-    ['integer_datetimes', 'on'],
-    ['IntervalStyle', 'postgres'],
-    ['is_superuser', 'on'],
-    ['scram_iterations', '4096'],
-    ['server_encoding', 'UTF8'],
-    ['server_version', who.serverVersion],
-    ['session_authorization', who.user],
-    ['standard_conforming_strings', 'on'],
-    ['TimeZone', 'UTC'],
-  ]
-  return concat([
-    authenticationOk(),
-    ...status.map(([k, v]) => parameterStatus(k, v)),
-    backendKeyData(who.processId, who.secret),
-    readyForQuery('I'),
-  ])
+export function startupReply(reported: ReportedSettings, processId: number, secret: number): Uint8Array {
+  return concat([authenticationOk(), ...reportAll(reported), backendKeyData(processId, secret), readyForQuery('I')])
 }
 
 /** What a client's first packet asks for. */

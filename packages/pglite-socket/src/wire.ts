@@ -1,4 +1,5 @@
 /** Building and reading PostgreSQL wire messages on the server side. */
+import type { EngineLease } from '@pgwasm/pglite'
 
 const utf8 = new TextEncoder()
 const text = new TextDecoder()
@@ -217,4 +218,27 @@ export function decodeUtf8(bytes: Uint8Array): string {
 /** `name` as a quoted SQL identifier. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
+}
+
+/** The text columns of the rows `message` (a Query) returns; undefined when it failed. */
+export function readRows(lease: EngineLease, message: Uint8Array): string[][] | undefined {
+  const chunks: Uint8Array[] = []
+  lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
+  const reply = concat(chunks)
+  const rows: string[][] = []
+  let failed = false
+  forEachFrame(reply, (type, start) => {
+    if (type === 0x45) failed = true
+    if (type !== 0x44) return
+    // DataRow: a column count, then each column's length and text (NULL read as the empty string).
+    const row: string[] = []
+    let at = start + 2
+    for (let n = (reply[start]! << 8) | reply[start + 1]!; n > 0; n--) {
+      const length = readInt32(reply, at)
+      row.push(length < 0 ? '' : decodeUtf8(reply.subarray(at + 4, at + 4 + length)))
+      at += 4 + Math.max(length, 0)
+    }
+    rows.push(row)
+  })
+  return failed ? undefined : rows
 }

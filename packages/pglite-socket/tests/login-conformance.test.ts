@@ -1,0 +1,107 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PGlite } from '@pgwasm/pglite'
+import { HOST, RawClient, findNativePostgres, frame, serve, startNativePostgres, startupPacket, within } from './helpers.js'
+
+/*
+ * Logging in and ending, as client libraries' own tests check it: the same
+ * assertions against pgwasm-server and, when installed, native PostgreSQL.
+ */
+
+const WAIT_MS = 10_000
+const native = findNativePostgres()
+
+interface Target {
+  port: number
+  stop(): Promise<void>
+}
+
+function loginSuite(name: string, start: () => Promise<Target>): void {
+  describe(`logging in and ending (${name})`, () => {
+    let target: Target
+    let admin: pg.Client
+
+    beforeAll(async () => {
+      target = await start()
+      admin = new pg.Client({ host: HOST, port: target.port, user: 'postgres', database: 'postgres' })
+      await admin.connect()
+      await admin.query(`create role login_ok login; create role login_never nologin`)
+    })
+
+    afterAll(async () => {
+      await admin?.end().catch(() => {})
+      await target?.stop()
+    })
+
+    const connectAs = async (user: string): Promise<pg.Client> => {
+      const client = new pg.Client({ host: HOST, port: target.port, user, database: 'postgres' })
+      client.on('error', () => {})
+      await client.connect()
+      return client
+    }
+
+    it('refuses a role that does not exist with FATAL 28000', async () => {
+      const err = (await connectAs('asldkfjsadlfkj').then(
+        (c) => c.end(),
+        (e: unknown) => e,
+      )) as pg.DatabaseError
+      expect(err).toBeInstanceOf(Error)
+      expect({ code: err.code, severity: err.severity, message: err.message }).toEqual({
+        code: '28000',
+        severity: 'FATAL',
+        message: 'role "asldkfjsadlfkj" does not exist',
+      })
+    })
+
+    it('refuses a role without LOGIN with FATAL 28000', async () => {
+      const err = (await connectAs('login_never').then(
+        (c) => c.end(),
+        (e: unknown) => e,
+      )) as pg.DatabaseError
+      expect({ code: err.code, message: err.message }).toEqual({ code: '28000', message: 'role "login_never" is not permitted to log in' })
+    })
+
+    it('lets a role with LOGIN in, and the database answers the others afterwards', async () => {
+      const client = await connectAs('login_ok')
+      expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+      await client.end()
+      expect((await admin.query('select 2 as two')).rows).toEqual([{ two: 2 }])
+    })
+
+    it('closes without a word for a client that sends Terminate before its startup packet', async () => {
+      const raw = new RawClient(target.port)
+      await raw.connected
+      // What node-postgres writes when end() follows connect() at once.
+      raw.write(Buffer.concat([frame('X'), startupPacket()]))
+      const sent = await within(raw.rest(), WAIT_MS, 'the server closing the connection')
+      expect(sent.map((m) => m.type)).toEqual([])
+    })
+
+    it("lets node-postgres' connect() followed at once by end() close without a server error", async () => {
+      const client = new pg.Client({ host: HOST, port: target.port, user: 'postgres', database: 'postgres' })
+      const errors: unknown[] = []
+      client.on('error', (e) => errors.push(e))
+      const closed = new Promise((resolve) => client.once('end', resolve))
+      client.connect().catch((e: unknown) => errors.push(e))
+      client.end().catch((e: unknown) => errors.push(e))
+      await within(closed, WAIT_MS, 'the connection closing')
+      // Whatever the library reports of it, nothing came from the server.
+      expect(errors.filter((e) => (e as pg.DatabaseError).code !== undefined)).toEqual([])
+    })
+  })
+}
+
+loginSuite('pgwasm', async () => {
+  const db = await PGlite.create()
+  const served = await serve(db)
+  return {
+    port: served.port,
+    stop: async () => {
+      await served.server.stop()
+      await db.close()
+    },
+  }
+})
+
+if (native) loginSuite('native PostgreSQL', () => startNativePostgres(native))
+else describe.skip('logging in and ending (native PostgreSQL: initdb or pg_ctl not installed)', () => {})
