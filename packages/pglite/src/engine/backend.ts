@@ -21,6 +21,8 @@ import { resetForRestore, restoreSnapshot, tableLength, takeSnapshot, type Engin
 import { materializeTree, readTree, type DataTree } from './pgdata-tree.js'
 import { registerBlobDevice, type BlobDevice } from './blob-device.js'
 import { adoptTrust, guardDlopen, moduleFileRefusal, SideModuleTrust } from './side-module-guard.js'
+import { supplyMissingImports } from './missing-imports.js'
+import { encodingConversions } from './encoding-conversions.js'
 import { guardSqlFileWrites } from './file-write-guard.js'
 import { ClientFunctions, type EngineClient } from './client-functions.js'
 import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
@@ -227,6 +229,8 @@ export class BlankModule {
       wasmMemory: memory,
       instantiateWasm: instantiateWith<PostgresModule>(assets.pgliteModule, control, overrides, (env, imports) => {
         deliverAlarmsWhileWorking(imports, control)
+        const engine = { module: () => created, exports: () => control.instance?.exports }
+        supplyMissingImports(env, engine, trust, encodingConversions(engine))
         guardDlopen(env, trust, () => created, () => control.instance?.exports)
         recordDynamicLinks(env, control.links, () => created, () => (control.instance ? tableLength(control) : 0))
         catchStackOverflows(env, memory, () => guards)
@@ -471,7 +475,7 @@ export class Backend {
    */
   snapshot(): EngineSnapshot {
     this.#assertAlive()
-    this.#lastSnapshot ??= takeSnapshot(this.#mod, this.#control)
+    this.#lastSnapshot ??= this.#blank.clients.withoutHooks(() => takeSnapshot(this.#mod, this.#control))
     return this.#lastSnapshot
   }
 

@@ -164,6 +164,11 @@ export class ClientFunctions {
     this.callbacks.push(...this.#utility.callbacks)
   }
 
+  /** Runs `capture` (a snapshot of the module's memory) with the utility hook out of it. */
+  withoutHooks<T>(capture: () => T): T {
+    return this.#utility.unplaced(capture)
+  }
+
   /** The module's memory was replaced by a snapshot's: put the utility hook back in its place. */
   restored(): void {
     this.#utility.place()

@@ -356,7 +356,7 @@ function readOnce(id: string, cacheDir: string | false | undefined): Promise<Eng
 }
 
 /** Bump when what a snapshot holds or how it is encoded changes. */
-const SNAPSHOT_FORMAT = 5
+const SNAPSHOT_FORMAT = 6
 
 async function diskLocation(key: string, cacheDir: string | false | undefined): Promise<{ dir: string; file: string } | undefined> {
   if (cacheDir === false || !inNode) return undefined

@@ -169,16 +169,35 @@ export class UtilityHook {
   }
 
   /**
-   * Puts the hook in place: at install, and again after a snapshot's memory
-   * replaced the module's (a snapshot taken before the hook existed holds
-   * no hook; one taken with it in place already points at it).
+   * Puts the hook in place: at install (before Postgres starts, so before
+   * any library could set one), and again after a snapshot's memory
+   * replaced the module's. Snapshots are taken without ours
+   * ({@link unplaced}); one that holds another hook holds a library's
+   * (`pg_stat_statements`) that chained itself on top of ours and calls it.
    */
   place(): void {
     const heap = new DataView(this.#mod.HEAPU8.buffer)
     const current = heap.getUint32(this.#hookAt, true)
-    if (current === this.#hook) return
-    this.#previous = current
+    if (current !== 0) return
+    this.#previous = 0
     heap.setUint32(this.#hookAt, this.#hook, true)
+  }
+
+  /**
+   * Runs `capture` (a snapshot) with the hook taken out, so that the memory
+   * it copies never points at this module's function: a module that
+   * restores it may hold the hook at another table slot. A library that
+   * chained itself on top of ours stays as it is.
+   */
+  unplaced<T>(capture: () => T): T {
+    const at = this.#hookAt
+    const placed = new DataView(this.#mod.HEAPU8.buffer).getUint32(at, true) === this.#hook
+    if (placed) new DataView(this.#mod.HEAPU8.buffer).setUint32(at, this.#previous, true)
+    try {
+      return capture()
+    } finally {
+      if (placed) new DataView(this.#mod.HEAPU8.buffer).setUint32(at, this.#hook, true)
+    }
   }
 
   /** The check for the statements that run from now on; undefined: none. */
