@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
-import { PGlite } from '@pgwasm/pglite'
+import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
 import { AUTH_METHODS, type AuthMethod } from './auth.js'
+import { extensionsFor } from './cli-extensions.js'
 import { CancelHelper } from './cancel-helper.js'
 import { PGliteServer } from './server.js'
 
@@ -51,6 +52,15 @@ Options:
   --authentication-timeout <ms>
                            close a connection not through startup and password
                            in this time (default 60000)
+  --extensions <list>      what CREATE EXTENSION can create: all (every contrib
+                           module, and pgvector when @electric-sql/pglite-pgvector
+                           is installed), none, or names (hstore,pg_trgm,vector);
+                           each is compiled when a database first loads it
+                           (default all)
+  --max-prepared-transactions <n>
+                           transactions PREPARE TRANSACTION can hold for
+                           COMMIT PREPARED (two-phase commit); 0 turns it off
+                           (default 32)
   --role <name>            run every client as this role instead of the
                            superuser (made when missing: LOGIN, rights on
                            schema public); clients cannot switch back
@@ -86,6 +96,8 @@ async function main(): Promise<number> {
         'copy-stall-timeout': { type: 'string', default: '5000' },
         'create-database-on-connect': { type: 'boolean', default: false },
         role: { type: 'string' },
+        extensions: { type: 'string', default: 'all' },
+        'max-prepared-transactions': { type: 'string', default: '32' },
         'no-cancel-running': { type: 'boolean', default: false },
         debug: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
@@ -131,12 +143,24 @@ async function main(): Promise<number> {
   }
   const authMethod = args['auth-method'] as AuthMethod
   if (!AUTH_METHODS.includes(authMethod)) return usage(`--auth-method must be one of ${AUTH_METHODS.join(', ')}`)
+  const maxPrepared = Number(args['max-prepared-transactions'])
+  if (!Number.isInteger(maxPrepared) || maxPrepared < 0 || maxPrepared > 10_000) {
+    return usage(`--max-prepared-transactions must be a whole number 0-10000, got ${args['max-prepared-transactions']}`)
+  }
+  let extensions: Awaited<ReturnType<typeof extensionsFor>>
+  try {
+    extensions = await extensionsFor(args.extensions)
+  } catch (err) {
+    return usage(`--extensions: ${err instanceof Error ? err.message : String(err)}`)
+  }
+  // Every database the server opens gets the same: the main one and those made by name.
+  const databaseOptions: PGliteOptions = { maxMemory, extensions, postgresqlConf: { max_prepared_transactions: maxPrepared } }
 
   // Started beside the database's start rather than after it (server.start() would start it too).
   if (!args['no-cancel-running']) void CancelHelper.shared()
   let db: PGlite
   try {
-    db = await PGlite.create(args.db, { maxMemory })
+    db = await PGlite.create(args.db, databaseOptions)
   } catch (err) {
     console.error(`pgwasm-server: cannot open the database ${args.db}: ${err instanceof Error ? err.message : String(err)}`)
     return 1
@@ -157,6 +181,7 @@ async function main(): Promise<number> {
     maxCopyBytes,
     copyStallMs,
     createDatabaseOnConnect: args['create-database-on-connect'],
+    databaseOptions,
     maxUnreadBytesTotal,
     idleDatabaseMs,
     role: args.role,

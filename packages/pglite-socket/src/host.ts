@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises'
 import { AuthThrottle } from './auth-throttle.js'
-import { PGlite } from '@pgwasm/pglite'
+import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
 import type { AuthMethod } from './auth.js'
 import { Multiplexer, type SocketDatabase } from './multiplexer.js'
 import type { CancelHelper } from './cancel-helper.js'
@@ -92,6 +92,12 @@ export interface HostOptions {
   /** Makes the instance for another database name; default: in memory, or a directory beside an on-disk one. */
   readonly createDatabase?: (name: string) => Promise<SocketDatabase>
   /**
+   * Options for the instances the default `createDatabase` makes (the
+   * CLI passes the ones it opened the main database with: `extensions`,
+   * `maxMemory`, `postgresqlConf`).
+   */
+  readonly databaseOptions?: PGliteOptions
+  /**
    * The role every client runs as, instead of the engine's superuser: made
    * when missing (LOGIN, all rights on schema public), then locked in as the
    * session user of each served database (`PGlite.lockSessionUser`), so no
@@ -145,8 +151,10 @@ export class DatabaseHost implements SessionHost {
   readonly #debug: boolean
   readonly #anyName: boolean
   readonly #role: string | undefined
+  readonly #databaseOptions: PGliteOptions
 
   constructor(options: HostOptions) {
+    this.#databaseOptions = options.databaseOptions ?? {}
     this.#main = options.db
     this.#mainName = options.databaseName ?? 'postgres'
     // An empty password is no password (it would let anyone in who sends nothing).
@@ -271,7 +279,8 @@ export class DatabaseHost implements SessionHost {
     const onDisk = dir && !dir.startsWith('memory://')
     const archive = this.#archives.get(name)
     this.#archives.delete(name)
-    return PGlite.create(onDisk ? await databaseFolder(dir, name) : undefined, archive ? { loadDataDir: archive } : {})
+    const options = archive ? { ...this.#databaseOptions, loadDataDir: archive } : this.#databaseOptions
+    return PGlite.create(onDisk ? await databaseFolder(dir, name) : undefined, options)
   }
 
   dropped(name: string): void {

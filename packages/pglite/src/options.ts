@@ -21,6 +21,8 @@ export interface PGliteExtension {
    * while queries still work.
    */
   setup(db: PGlite, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
+  /** Compile its bundle's side modules at first use rather than before the engine starts (see `onUse` in `@pgwasm/pglite/contrib`). */
+  readonly loadOnUse?: boolean
 }
 
 /** What an add-on's `setup` returns (every part optional). */

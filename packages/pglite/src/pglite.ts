@@ -560,7 +560,9 @@ export class PGlite implements AsyncDisposable {
       if (isContribExtension(extension)) continue
       if (key in this) throw new TypeError(`extension key \`${key}\` would hide a PGlite member`)
       const setup = (await extension.setup(this, {}, false)) ?? {}
-      if (setup.bundlePath !== undefined) bundles.push({ name: extension.name, bundle: extension.name, bundlePath: setup.bundlePath })
+      if (setup.bundlePath !== undefined) {
+        bundles.push({ name: extension.name, bundle: extension.name, bundlePath: setup.bundlePath, ...(extension.loadOnUse ? { loadOnUse: true } : {}) })
+      }
       ready.push([key, setup])
     }
     return { ready, bundles }

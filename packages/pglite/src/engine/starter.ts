@@ -97,7 +97,12 @@ class ModulePool {
 
   /** Resolves when a module may be ready: one being made is nearer done than a new one would be. */
   #moduleComing(assets: EngineAssets): Promise<void> | undefined {
-    if (!this.recycles) return this.#filling
+    if (!this.recycles) {
+      // A take is waiting: the module made ahead is not ahead any more. (Its
+      // delay's timer is unref'd: a script awaiting it would end at once.)
+      this.#startFill?.()
+      return this.#filling
+    }
     this.fill(assets)
     this.#startFill?.()
     const filling = this.#filling
@@ -481,7 +486,7 @@ async function preloadContrib(mod: PostgresModule, contrib: readonly ContribExte
 }
 
 function contribKey(contrib: readonly ContribExtension[]): string {
-  return JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath)]))
+  return JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath), c.loadOnUse === true]))
 }
 
 /** Per contrib list, modules with it preloaded: closed databases' ones, and one made ahead. */

@@ -5,6 +5,7 @@
  * instantiated ahead, so `CREATE EXTENSION` (or `LOAD`) finds them ready.
  */
 import type { PostgresModule } from '../engine/emscripten.js'
+import type { PGliteExtension } from '../options.js'
 import { PG_ROOT } from '../engine/module.js'
 import { sideModuleTrust } from '../engine/side-module-guard.js'
 import type { TreeEntry } from '../engine/pgdata-tree.js'
@@ -30,6 +31,32 @@ export interface ContribExtension {
   readonly bundlePath?: string | URL
   /** Libraries Postgres must load at start (`shared_preload_libraries`), e.g. pg_stat_statements. */
   readonly sharedPreloadLibraries?: readonly string[]
+  /**
+   * Compile its side modules when Postgres first loads them (`CREATE
+   * EXTENSION`, `LOAD`) instead of before the engine starts: a module never
+   * used costs nothing but its files, one that is used pays its compile
+   * then. See {@link onUse}.
+   */
+  readonly loadOnUse?: boolean
+}
+
+/**
+ * `extension`, made available to `CREATE EXTENSION` without being compiled
+ * ahead (what a server offering every bundle wants): its files are installed
+ * at start, its side modules compiled at first use. It is not put in
+ * `shared_preload_libraries` (as on a server where the library is installed
+ * but not preloaded).
+ */
+export function onUse(extension: ContribExtension): ContribExtension
+/** An add-on (pgvector's `vector`) whose bundle is installed at start and compiled at first use. */
+export function onUse(extension: PGliteExtension): PGliteExtension
+export function onUse(extension: ContribExtension | PGliteExtension): ContribExtension | PGliteExtension {
+  if (!isContribExtension(extension)) {
+    // Its setup may be a method: the copy keeps the prototype.
+    return Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(extension) as object) as PGliteExtension, extension, { loadOnUse: true }))
+  }
+  const { sharedPreloadLibraries: _preload, ...rest } = extension
+  return Object.freeze({ ...rest, loadOnUse: true })
 }
 
 /** Whether an `extensions` entry is a contrib bundle (it has `bundle` and no `setup`). */
@@ -103,6 +130,7 @@ interface PreloadFs {
  */
 export async function installContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
   const trees = await Promise.all(contrib.map(readBundle))
+  const lazy = new Set(trees.filter((_, i) => contrib[i]!.loadOnUse))
   const fs = mod.FS
   const sideModules: [dir: string, name: string, data: Uint8Array][] = []
   const written = new Set<string>()
@@ -118,8 +146,10 @@ export async function installContrib(mod: PostgresModule, contrib: readonly Cont
       const slash = path.lastIndexOf('/')
       const dir = path.slice(0, slash)
       fs.mkdirTree(dir)
-      if (path.endsWith('.so')) sideModules.push([dir, path.slice(slash + 1), entry.data])
-      else fs.writeFile(path, entry.data)
+      if (!path.endsWith('.so')) fs.writeFile(path, entry.data)
+      // Loaded at first use: dlopen compiles the file, trusted for these bytes.
+      else if (lazy.has(tree)) fs.writeFile(path, new Uint8Array(sideModuleTrust(mod).admit(entry.data)))
+      else sideModules.push([dir, path.slice(slash + 1), entry.data])
     }
   }
   // One at a time. The glue instantiates a side module asynchronously and,
