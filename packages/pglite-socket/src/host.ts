@@ -315,6 +315,21 @@ export class DatabaseHost implements SessionHost {
     if (!session.cancelWaiting()) this.log(`cancel request for session ${processId}: nothing of it waits`)
   }
 
+  /**
+   * `pg_terminate_backend(pid)` or `pg_cancel_backend(pid)` from a client of
+   * another database of this server: its connection ends with FATAL 57P01
+   * (after the calling statement), or its statement that waits for the
+   * engine fails with 57014 (none of it can be running: this thread runs
+   * the caller's).
+   */
+  signal(processId: number, signal: 'terminate' | 'cancel'): boolean {
+    const session = this.#sessions.get(processId)
+    if (!session) return false
+    if (signal === 'terminate') queueMicrotask(() => session.terminate('57P01', 'terminating connection due to administrator command'))
+    else session.cancelWaiting()
+    return true
+  }
+
   /** Takes the CancelRequests that come while the engine runs a statement (the TCP and Unix socket server sets it). */
   cancelHelper: CancelHelper | undefined
 

@@ -56,6 +56,8 @@ export interface MuxClient {
   readonly stopRequested?: () => boolean
 }
 
+const TERMINATED = 'terminating connection due to administrator command'
+
 /** A role a client logs in as: `unknown` when the roles could not be read yet. */
 export type LoginRole = 'login' | 'nologin' | 'missing' | 'unknown'
 
@@ -412,11 +414,24 @@ export class Multiplexer {
 
   /** Ends the clients the last batch's pg_terminate_backend() named, once that batch's replies are out; looks at the lock waiters. */
   #endTerminated(lease: EngineLease): void {
+    this.endTerminated(lease, undefined)
+    if (this.#lockWaiters.length > 0) this.#checkLockWaiters(lease)
+  }
+
+  /**
+   * Ends the clients `pg_terminate_backend()` named since the last call
+   * (after the statement that named them). True when `runner`, whose
+   * statement it was, named itself: PostgreSQL fails that very statement
+   * with the FATAL, so the runner's output must not go out.
+   */
+  endTerminated(lease: EngineLease, runner: MuxClient | undefined): boolean {
+    let self = false
     for (const id of lease.takeTerminations()) {
       const target = this.#clients.get(id)
-      if (target) queueMicrotask(() => target.terminate?.('57P01', 'terminating connection due to administrator command'))
+      if (target === runner && runner !== undefined) self = true
+      else if (target) queueMicrotask(() => target.terminate?.('57P01', TERMINATED))
     }
-    if (this.#lockWaiters.length > 0) this.#checkLockWaiters(lease)
+    return self
   }
 
   /**

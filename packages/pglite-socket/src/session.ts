@@ -97,6 +97,11 @@ export interface SessionHost {
   /** A client of database `name` is gone, its cleanup done (the host may unload an idle database). */
   left(name: string): void
   cancel(processId: number, secret: number): void
+  /**
+   * `pg_terminate_backend()` or `pg_cancel_backend()` of a pid that is no
+   * client of the caller's database: true when it is a client of another.
+   */
+  signal(processId: number, signal: 'terminate' | 'cancel'): boolean
   /** Whether a CancelRequest for this key came while the engine ran its statement (asked while it runs). */
   canceledWhileRunning(processId: number, secret: number): boolean
   /** The session can be reached by CancelRequest from now on, until {@link untrack}. */
@@ -111,6 +116,8 @@ export interface CancelTarget {
   readonly secret: number
   /** Fails its statement that waits for the engine with 57014; false when none waits. */
   cancelWaiting(): boolean
+  /** Ends its connection with a FATAL error. */
+  terminate(code: string, message: string): void
 }
 
 /** The frame at `bytes[at, at + size)` with its SQL, `bytes[sqlStart, sqlEnd)`, replaced by `sql`. */
@@ -217,6 +224,7 @@ export class Session implements MuxClient {
       // A function's set_config() or dynamic SET: the settings are read after the batch.
       settingChanged: () => (this.#splitter.meaningMayChange = true),
     }),
+    signalOther: (pid, signal) => this.#host.signal(pid, signal),
   }
   /** The server's cap on one request of this client (MuxClient). */
   readonly timeLimitMs: number | undefined
@@ -943,6 +951,13 @@ export class Session implements MuxClient {
     // rolled-back SET LOCAL could clear the timer.
     if (wasInTransaction && this.#timeouts.transactionExpired(TRANSACTION_STOP_GRACE_MS)) queueMicrotask(() => this.#expire('transaction'))
     else if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
+    if (this.#mux!.endTerminated(lease, this)) {
+      // pg_terminate_backend(pg_backend_pid()): the statement fails with the FATAL, as on PostgreSQL.
+      // Ended once the engine is given back (its cleanup needs the engine).
+      this.#splitter.take()
+      queueMicrotask(() => this.terminate('57P01', 'terminating connection due to administrator command'))
+      return
+    }
     this.#flush()
   }
 

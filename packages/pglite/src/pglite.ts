@@ -176,6 +176,14 @@ export interface LeaseClient {
    * statement's ERROR. It must not call the instance.
    */
   readonly checkUtility?: (statement: UtilityStatement) => UtilityRefusal | undefined
+  /**
+   * Called when this client's `pg_terminate_backend(pid)` or
+   * `pg_cancel_backend(pid)` names a pid that is no client of this
+   * instance (a server's client of another database): true when the server
+   * knows the pid and acts on it, which the function then returns. It must
+   * not call the instance.
+   */
+  readonly signalOther?: (pid: number, signal: 'terminate' | 'cancel') => boolean
 }
 
 /** The transaction handle passed to {@link PGlite.transaction}'s callback. */

@@ -107,6 +107,8 @@ export interface EngineClient {
   readonly pid: number
   /** Its rules on the utility statements it runs (utility-hook.ts). */
   readonly checkUtility?: UtilityCheck
+  /** Ends or cancels a pid that is no client of this engine; true when it was someone's. */
+  readonly signalOther?: (pid: number, signal: 'terminate' | 'cancel') => boolean
 }
 
 interface Held {
@@ -232,8 +234,9 @@ export class ClientFunctions {
       case 'cancel': {
         // Another client of the server: only the server can end it (after this statement). Nothing of
         // another client runs while this statement does, so a cancel has nothing to stop.
-        const id = this.#clients.get(new DataView(this.#mod.HEAPU8.buffer).getInt32(fcinfo + FCINFO_ARGS, true))
-        if (id === undefined) return native(fcinfo)
+        const pid = new DataView(this.#mod.HEAPU8.buffer).getInt32(fcinfo + FCINFO_ARGS, true)
+        const id = this.#clients.get(pid)
+        if (id === undefined) return this.#client?.signalOther?.(pid, op.kind) ? 1 : native(fcinfo)
         if (op.kind === 'terminate' && !this.#terminations.includes(id)) this.#terminations.push(id)
         return 1
       }

@@ -4,8 +4,9 @@ import { PGlite } from '@pgwasm/pglite'
 import { HOST, RawClient, findNativePostgres, frame, serve, startNativePostgres, startupPacket, within } from './helpers.js'
 
 /*
- * Logging in and ending, as client libraries' own tests check it: the same
- * assertions against pgwasm-server and, when installed, native PostgreSQL.
+ * Logging in, ending and being ended, as client libraries' own tests check
+ * it: the same assertions against pgwasm-server and, when installed, native
+ * PostgreSQL.
  */
 
 const WAIT_MS = 10_000
@@ -87,6 +88,39 @@ function loginSuite(name: string, start: () => Promise<Target>): void {
       await within(closed, WAIT_MS, 'the connection closing')
       // Whatever the library reports of it, nothing came from the server.
       expect(errors.filter((e) => (e as pg.DatabaseError).code !== undefined)).toEqual([])
+    })
+
+    it('ends an idle client at once when another client, of another database, terminates it', async () => {
+      const idle = await connectAs('postgres')
+      const ended = new Promise<unknown>((resolve) => idle.once('error', resolve))
+      const other = new pg.Client({ host: HOST, port: target.port, user: 'postgres', database: 'template1' })
+      await other.connect()
+      try {
+        const { rows } = await other.query<{ t: boolean }>('select pg_terminate_backend($1) as t', [idle.processID])
+        expect(rows).toEqual([{ t: true }])
+        // The idle client sends nothing: the server tells it.
+        const err = (await within(ended, WAIT_MS, 'the idle client to hear of its end')) as pg.DatabaseError
+        expect({ code: err.code, message: err.message }).toEqual({ code: '57P01', message: 'terminating connection due to administrator command' })
+      } finally {
+        await other.end()
+      }
+    })
+
+    it('fails the statement of a client that terminates itself with FATAL 57P01, and the query queued behind it with no server error', async () => {
+      const client = await connectAs('postgres')
+      const own = client.query('select pg_terminate_backend(pg_backend_pid())').then(
+        () => undefined,
+        (e: unknown) => e as pg.DatabaseError,
+      )
+      const queued = client.query('select 1').then(
+        () => undefined,
+        (e: unknown) => e as pg.DatabaseError,
+      )
+      const ownError = await within(own, WAIT_MS, 'the terminating statement to fail')
+      expect({ code: ownError?.code, severity: ownError?.severity }).toEqual({ code: '57P01', severity: 'FATAL' })
+      const queuedError = await within(queued, WAIT_MS, 'the queued query to fail')
+      expect(queuedError).toBeInstanceOf(Error)
+      expect(queuedError?.code).toBeUndefined()
     })
   })
 }
