@@ -58,6 +58,9 @@ export interface MuxClient {
 
 const TERMINATED = 'terminating connection due to administrator command'
 
+/** How long a login waits for the engine to read the roles and settings before it goes on with what it knows. */
+const LOGIN_WAIT_MS = 200
+
 /** A role a client logs in as: `unknown` when the roles could not be read yet. */
 export type LoginRole = 'login' | 'nologin' | 'missing' | 'unknown'
 
@@ -275,8 +278,9 @@ export class Multiplexer {
    */
   async login(client: MuxClient, user: string): Promise<{ role: LoginRole; reported: ReportedSettings | undefined }> {
     const owner = this.#owner
-    if (owner && owner !== client && owner.pinned) return { role: this.#loginRole(user), reported: undefined }
-    return this.run(client, (lease) => {
+    const unread = { role: this.#loginRole(user), reported: undefined }
+    if (owner && owner !== client && owner.pinned) return unread
+    const read = this.run(client, (lease) => {
       if (this.#roles?.catalog !== lease.catalogChanges) {
         const rows = readRows(lease, ROLES)
         if (rows) this.#roles = { catalog: lease.catalogChanges, canLogin: new Map(rows.map(([name, login]) => [name!, login === 'true'])) }
@@ -285,6 +289,16 @@ export class Multiplexer {
       client.reportDue = false
       return { role: this.#loginRole(user), reported }
     })
+    // An in-process caller's transaction (or a long statement) may hold the
+    // engine: a login does not wait for it any more than on PostgreSQL.
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<typeof unread>((resolve) => (timer = setTimeout(() => resolve(unread), LOGIN_WAIT_MS)))
+    try {
+      return await Promise.race([read, late])
+    } finally {
+      clearTimeout(timer)
+      read.catch(() => {})
+    }
   }
 
   #loginRole(user: string): LoginRole {

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
-import { HOST, RawClient, findNativePostgres, frame, serve, startNativePostgres, startupPacket, within } from './helpers.js'
+import { HOST, RawClient, deferred, findNativePostgres, frame, serve, startNativePostgres, startupPacket, useServedDatabase, within } from './helpers.js'
 
 /*
  * Logging in, ending and being ended, as client libraries' own tests check
@@ -139,3 +139,29 @@ loginSuite('pgwasm', async () => {
 
 if (native) loginSuite('native PostgreSQL', () => startNativePostgres(native))
 else describe.skip('logging in and ending (native PostgreSQL: initdb or pg_ctl not installed)', () => {})
+
+describe('logging in while the engine is held (pgwasm)', () => {
+  const served = useServedDatabase()
+
+  it("lets a client in while an in-process caller's transaction holds the engine; its query runs once that ends", async () => {
+    const release = deferred()
+    const inside = deferred()
+    const held = served.db.transaction(async (tx) => {
+      await tx.query('select 1')
+      inside.resolve()
+      await release.promise
+    })
+    await inside.promise
+    const client = await within(served.connect(), WAIT_MS, 'the login while the engine is held')
+    let answered = false
+    const query = client.query('select 2 as two').then((r) => {
+      answered = true
+      return r.rows
+    })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(answered).toBe(false)
+    release.resolve()
+    await held
+    expect(await within(query, WAIT_MS, 'the query after the transaction')).toEqual([{ two: 2 }])
+  })
+})
