@@ -8,23 +8,32 @@ const MAX_KEPT_NAME = 128
 const MAX_LONG_NAMES = 1024
 
 /**
- * Gives each client its own namespace of prepared statements and portals on
- * the one shared backend session: a non-empty name `s1` becomes `<prefix>s1`
- * in Parse, Bind, Describe, Close and Execute. The unnamed ones stay
- * unnamed: a client owns the engine from its first extended message to Sync.
- * A name longer than 128 characters becomes `<prefix>h<digest>`: the prefix
- * must not make a Describe, Close or Execute longer than Postgres's
- * 10000-byte limit for them.
+ * Gives each client its own namespace of prepared statements on the one
+ * shared backend session: a non-empty name `s1` becomes `<prefix>s1` in
+ * Parse, Bind, Describe and Close. A name longer than 128 characters becomes
+ * `<prefix>h<digest>`: the prefix must not make a Describe or Close longer
+ * than Postgres's 10000-byte limit for them. The unnamed ones stay unnamed:
+ * a client owns the engine from its first extended message to Sync.
+ *
+ * Portals keep the client's names, so that a cursor it declared in SQL is
+ * its portal too (psycopg's server-side cursors Describe and Execute them),
+ * and a portal it bound is a cursor its SQL can FETCH. Two clients' portals
+ * never live at once (a portal ends with its transaction, and a client in a
+ * transaction owns the engine), except cursors declared WITH HOLD: a name
+ * that is another client's such cursor is renamed, so it names none.
  */
 export class StatementRenamer {
   readonly #prefix: string
+  /** Whether a portal name is another client's (or an in-process caller's) held cursor. */
+  readonly #othersCursor: (name: string) => boolean
   /** Statement names this client created (renamed), to close on disconnect. */
   readonly statements = new Set<string>()
   /** Digest name (after the prefix) -> the client's name, for names too long to keep (error messages show the client's). */
   readonly longNames = new Map<string, string>()
 
-  constructor(prefix: string) {
+  constructor(prefix: string, othersCursor: (name: string) => boolean = () => false) {
     this.#prefix = prefix
+    this.#othersCursor = othersCursor
   }
 
   /**
@@ -61,26 +70,35 @@ export class StatementRenamer {
       case Msg.Bind: {
         const [portal, afterPortal] = readCString(frame, 5, end)
         const [statement, rest] = readCString(frame, afterPortal, end)
-        if (!portal && !statement) return frame
-        return this.#rebuild(type, [this.#name(portal), this.#name(statement)], frame.subarray(rest))
+        if (!statement && !this.#renamesPortal(portal)) return frame
+        return this.#rebuild(type, [this.#portal(portal), this.#name(statement)], frame.subarray(rest))
       }
       case Msg.Describe:
       case Msg.Close: {
         const kind = frame[5]!
         const [name, rest] = readCString(frame, 6, end)
         if (!name) return frame
-        const renamed = this.#name(name)
+        if (kind === 0x50 /* P */ && !this.#renamesPortal(name)) return frame
+        const renamed = kind === 0x50 ? this.#portal(name) : this.#name(name)
         if (type === Msg.Close && kind === 0x53 /* S */) this.statements.delete(renamed)
         return this.#rebuild(type, [String.fromCharCode(kind) + renamed], frame.subarray(rest))
       }
       case Msg.Execute: {
         const [portal, rest] = readCString(frame, 5, end)
-        if (!portal) return frame
-        return this.#rebuild(type, [this.#name(portal)], frame.subarray(rest))
+        if (!this.#renamesPortal(portal)) return frame
+        return this.#rebuild(type, [this.#portal(portal)], frame.subarray(rest))
       }
       default:
         return frame
     }
+  }
+
+  #renamesPortal(name: string): boolean {
+    return name !== '' && this.#othersCursor(name)
+  }
+
+  #portal(name: string): string {
+    return this.#renamesPortal(name) ? this.#name(name) : name
   }
 
   #name(name: string): string {

@@ -79,6 +79,12 @@ export class SessionObjects<Client> {
     this.#stale = false
   }
 
+  /** Whether `name` is a held cursor that `client` did not make (another client's, or an in-process caller's). */
+  isOthersCursor(name: string, client: Client): boolean {
+    const key = `c${name}`
+    return this.#owners.has(key) && this.#owners.get(key) !== client
+  }
+
   /** What clients other than `client` made: a statement of `client` that acts on the whole session leaves it (own-scope.ts). */
   othersOf(client: Client): OthersObjects {
     const others = { relations: [] as string[], cursors: [] as string[], statements: [] as string[] }

@@ -310,7 +310,7 @@ export class Session implements MuxClient {
     this.#transport = transport
     this.#input = new FrameReader(host.maxMessageBytes)
     this.#batchBuilder = new BatchBuilder(this.#input)
-    this.#renamer = new StatementRenamer(`c${this.processId}_`)
+    this.#renamer = new StatementRenamer(`c${this.processId}_`, (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false)
     this.#cache = new UnnamedStatementCache(`c${this.processId}`, host.maxMessageBytes)
     this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
     this.#splitter.rewriteError = this.#names.rewriteError
