@@ -90,8 +90,12 @@ export class CopyInScript {
   #status: number
   #waiting: SqlStatement | undefined
 
+  /** Whether its end sends ReadyForQuery: not for an extended-protocol COPY, whose ReadyForQuery answers the client's Sync. */
+  readonly #ready: boolean
+
   /** `status` is the session's last ReadyForQuery status byte. */
-  constructor(sql: string, statements: readonly SqlStatement[], status: number) {
+  constructor(sql: string, statements: readonly SqlStatement[], status: number, ready = true) {
+    this.#ready = ready
     this.#sql = sql
     this.#statements = statements
     this.#multi = statements.length > 1
@@ -286,7 +290,7 @@ export class CopyInScript {
     this.#next = this.#statements.length
     // A PREPARE TRANSACTION may have ended the block before the last statement's CommandComplete was sent.
     engine.settleHeld(true)
-    engine.write(readyForQuery(statusLetter(this.#status)))
+    if (this.#ready) engine.write(readyForQuery(statusLetter(this.#status)))
     return false
   }
 

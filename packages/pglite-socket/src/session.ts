@@ -22,7 +22,7 @@ import { mayReachEveryClient, ownScoped } from './own-scope.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from './lock-wait.js'
-import { splitIfCopyFromClient } from './sql-split.js'
+import { splitIfCopyFromClient, type SqlStatement } from './sql-split.js'
 import { readStartupRequest, startupReply } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from './reported-settings.js'
 import { dollarQuote, NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
@@ -347,6 +347,12 @@ export class Session implements MuxClient {
   settings: ClientSettings = NO_SETTINGS
   /** Its last batch may have changed one (MuxClient). */
   settingsChanged = false
+  /**
+   * A COPY FROM STDIN sent through the extended protocol (Parse, Bind,
+   * Execute; its Sync after CopyDone, or before the data): answered as
+   * Postgres answers each message, and run as the simple-protocol COPY is.
+   */
+  #extendedCopy: { readonly sql: string; readonly statements: readonly SqlStatement[]; executed: boolean } | undefined
   /** Set by the multiplexer when it put back settings others had changed (MuxClient). */
   reportDue = false
   /** The reported settings as this client was last told them (reported-settings.ts). */
@@ -617,6 +623,9 @@ export class Session implements MuxClient {
         }
         continue
       }
+      if (this.#extendedCopy && !this.#extendedCopy.executed) {
+        if (await this.#extendedCopyStep(type, buffer, at, size)) continue
+      }
       if (!this.#unsynced && !this.#inTransaction && EXTENDED_TYPES.has(type) && !this.#sequenceArrived()) {
         // Run the sequence only once its Sync (or Flush) is here: a client
         // that goes quiet in the middle of one must not hold the engine.
@@ -639,11 +648,22 @@ export class Session implements MuxClient {
           if (drop) (dropped ??= []).push(drop)
           const copyScript = splitIfCopyFromClient(sql)
           if (copyScript && type === Msg.Parse) {
-            // The engine cannot wait for COPY data in the middle of an extended
-            // sequence (it would fail the COPY and lose the Sync): refuse it here.
             input.skip(size)
-            rejectCopy = true
-            break
+            // The engine cannot wait for COPY data in the middle of an extended
+            // sequence (it would fail the COPY and lose the Sync): the COPY runs
+            // as a simple Query's would, its messages answered here (#extendedCopyStep).
+            if (copyScript.length !== 1 || buffer[at + 5] !== 0) {
+              rejectCopy = true
+              break
+            }
+            if (!batch.isEmpty) await this.#runBatch(batch.take(), listenChanged, meaning)
+            listenChanged = false
+            meaning = false
+            this.#unsynced = false
+            if (this.#state === 'closed') break
+            this.#extendedCopy = { sql, statements: copyScript, executed: false }
+            this.#transport.write(PARSE_COMPLETE)
+            continue
           }
           if (copyScript) {
             input.skip(size)
@@ -721,11 +741,16 @@ export class Session implements MuxClient {
     const start = input.offset
     const end = start + input.buffered
     let at = start
+    let copies = false
     while (at + 5 <= end) {
       const type = buffer[at]!
       if (type === Msg.Flush || !EXTENDED_TYPES.has(type)) return true
       const length = readInt32(buffer, at + 1) >>> 0
       if (length < 4) return true
+      if (at + 1 + length > end) return false
+      // A COPY FROM STDIN's Execute waits for its data before any Sync comes.
+      if (type === Msg.Parse) copies = parsesCopyFromClient(buffer, at, at + 1 + length)
+      else if (type === Msg.Execute && copies) return true
       at += 1 + length
       if (at - start > MAX_DEFERRED_BYTES) return true
     }
@@ -786,6 +811,47 @@ export class Session implements MuxClient {
       return false
     }
     return true
+  }
+
+  /**
+   * A message after the Parse of an extended-protocol COPY FROM STDIN and
+   * before its Execute, answered as Postgres would. False when it ends the
+   * COPY's sequence and goes on as any message.
+   */
+  async #extendedCopyStep(type: number, buffer: Uint8Array, at: number, size: number): Promise<boolean> {
+    const copy = this.#extendedCopy!
+    const input = this.#input
+    switch (type) {
+      case Msg.Bind:
+        input.skip(size)
+        this.#transport.write(BIND_COMPLETE)
+        return true
+      case Msg.Describe:
+        input.skip(size)
+        // A COPY has no parameters and returns no rows.
+        this.#transport.write(buffer[at + 5] === 0x53 /* S */ ? concat([NO_PARAMETERS, NO_DATA]) : NO_DATA)
+        return true
+      case Msg.Flush:
+        input.skip(size)
+        return true
+      case Msg.Execute: {
+        input.skip(size)
+        copy.executed = true
+        const script = new CopyInScript(copy.sql, copy.statements, this.#status, false)
+        await this.#runScript(script, false, (engine) => script.start(engine))
+        return true
+      }
+      case Msg.Sync:
+        // Parsed, never executed: nothing ran.
+        input.skip(size)
+        this.#extendedCopy = undefined
+        this.#transport.write(readyForQuery(statusLetter(this.#status)))
+        return true
+      default:
+        // Another statement replaces the unnamed one, as Postgres's would.
+        this.#extendedCopy = undefined
+        return false
+    }
   }
 
   /** A message that may not come during COPY: Postgres's error, then the connection ends. */
@@ -1019,6 +1085,12 @@ export class Session implements MuxClient {
       if (waiting) {
         this.#script = script
         this.#scriptListens = listenChanged
+      } else if (this.#extendedCopy?.executed) {
+        // An extended-protocol COPY is over: its ReadyForQuery answers the
+        // next Sync (one sent during the COPY was ignored, as Postgres ignores
+        // it: libpq sends another after CopyDone).
+        this.#extendedCopy = undefined
+        this.#skipToSync = true
       }
     })
   }
@@ -1227,4 +1299,18 @@ export class Session implements MuxClient {
 /** Whether the bytes at `at` are a Terminate message (`X`, length 4). */
 function isTerminate(bytes: Uint8Array, at: number, available: number): boolean {
   return available >= 5 && bytes[at] === Msg.Terminate && readInt32(bytes, at + 1) === 4
+}
+
+/** BindComplete, and the NoData and ParameterDescription (no parameters) a Describe of a COPY gets. */
+const BIND_COMPLETE = new Uint8Array([0x32 /* 2 */, 0, 0, 0, 4])
+const NO_DATA = new Uint8Array([0x6e /* n */, 0, 0, 0, 4])
+const NO_PARAMETERS = new Uint8Array([0x74 /* t */, 0, 0, 0, 6, 0, 0])
+
+/** Whether the Parse frame at `bytes[at, end)` is of the unnamed statement and holds a COPY FROM STDIN. */
+function parsesCopyFromClient(bytes: Uint8Array, at: number, end: number): boolean {
+  if (bytes[at + 5] !== 0) return false
+  const sqlStart = at + 6
+  const sqlEnd = nulAfter(bytes, sqlStart, end)
+  if (!mayNeedInspection(bytes, sqlStart, sqlEnd)) return false
+  return splitIfCopyFromClient(decodeUtf8(bytes.subarray(sqlStart, sqlEnd))) !== undefined
 }
