@@ -249,6 +249,8 @@ export class Session implements MuxClient {
   #batchListens = false
   /** Whether the current batch's SQL may create a table although its tag reads SELECT (see sqlMayChangeMeaning). */
   #batchMeaning = false
+  /** The batch being gathered or run makes a named prepared statement (a Parse with a name). */
+  #batchNamesStatement = false
   /** SQL it sent may have made a temporary relation, a holdable cursor or an SQL-prepared statement (session-objects.ts). */
   #objectsMayChange = false
   /** The statement-cache rewrite the current batch is, if any. */
@@ -640,6 +642,7 @@ export class Session implements MuxClient {
         const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
+        if (type === Msg.Parse && buffer[at + 5] !== 0) this.#batchNamesStatement = true
         if (!this.#objectsMayChange && sessionObjectsMayChange(buffer, sqlStart, sqlEnd)) this.#objectsMayChange = true
         if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
           const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
@@ -969,6 +972,12 @@ export class Session implements MuxClient {
   readonly #runBatchWork = (lease: EngineLease): void => {
     // Closed while waiting for the engine: the cleanup owns what is left.
     if (this.#state === 'closed') return
+    const namesStatement = this.#batchNamesStatement
+    this.#batchNamesStatement = false
+    if (namesStatement && lease.pastMemoryShare(OBJECTS_MEMORY_SHARE)) {
+      this.#refuseNewStatement()
+      return
+    }
     const splitter = this.#splitter
     splitter.lastStatus = 0
     const wasInTransaction = this.#inTransaction
@@ -1048,6 +1057,18 @@ export class Session implements MuxClient {
       if (inTransaction) this.#reportInTransaction = true
     }
     if (!inTransaction) this.#reportInTransaction = false
+  }
+
+  /**
+   * A batch that makes a named prepared statement once the engine holds
+   * more than {@link OBJECTS_MEMORY_SHARE} of its `maxMemory`: refused
+   * whole with 53200 before it runs, as the engine refuses a client's
+   * `PREPARE` then, so that one client's statements leave the others room.
+   */
+  #refuseNewStatement(): void {
+    this.#send(errorResponse('53200', 'out of memory', 'ERROR', NEW_STATEMENT_REFUSED))
+    if (this.#unsynced) this.#skipToSync = true
+    else this.#send(readyForQuery(statusLetter(this.#status)))
   }
 
   /** After a request of a client that is or was in a transaction block: its timeouts as the engine has them now. */
@@ -1314,3 +1335,8 @@ function parsesCopyFromClient(bytes: Uint8Array, at: number, end: number): boole
   if (!mayNeedInspection(bytes, sqlStart, sqlEnd)) return false
   return splitIfCopyFromClient(decodeUtf8(bytes.subarray(sqlStart, sqlEnd))) !== undefined
 }
+
+/** The share of `maxMemory` past which a client makes no new named prepared statement (the engine's rule for PREPARE). */
+const OBJECTS_MEMORY_SHARE = 0.5
+const NEW_STATEMENT_REFUSED =
+  'The engine every client of this server shares holds more than half of its memory ceiling: no client can make another prepared statement until some are closed.'

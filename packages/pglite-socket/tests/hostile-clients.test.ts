@@ -46,6 +46,50 @@ describe('a client that prepares statements until the engine is full', () => {
   }, 120_000)
 })
 
+describe('a client that makes protocol-level named statements until the engine is half full', () => {
+  let db: PGlite
+  let served: Served
+  const clients: TestClient[] = []
+  beforeAll(async () => {
+    db = await PGlite.create({ maxMemory: 512 * 1024 * 1024 })
+    served = await serve(db, { role: 'app' })
+  })
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => endQuietly(c)))
+    await served?.server.stop()
+    await db?.close()
+  })
+  const connect = async (): Promise<TestClient> => {
+    const client = await pgClient(served.port)
+    clients.push(client)
+    return client
+  }
+
+  it('gets 53200 for its next Parse with a name, and leaves the others room to work', async () => {
+    const victim = await connect()
+    await victim.query('create table kept (x int, pad text); insert into kept values (42, null)')
+    const attacker = await connect()
+    let refusal: unknown
+    let made = 0
+    for (; made < 5000 && refusal === undefined; made++) {
+      refusal = await attacker.query({ name: `p${made}`, text: `select ${COLUMNS}` }).then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+    }
+    expect(refusal).toMatchObject({ code: '53200', message: 'out of memory' })
+    // Refused at the share, well before the ceiling (about 3,800 such statements fill 512 MB).
+    expect(made).toBeLessThan(3000)
+    // Its session goes on, and its unnamed statements run.
+    expect((await attacker.query('select $1::int + 1 as n', [1])).rows).toEqual([{ n: 2 }])
+    // The others keep room for real work: a 64 MB result, and a write.
+    expect((await victim.query(`select length(string_agg(repeat('x', 1000), '')) as n from generate_series(1, 65536)`)).rows).toEqual([{ n: 65_536_000 }])
+    await victim.query(`insert into kept select g, repeat('y', 100) from generate_series(1, 10000) g`)
+    expect((await victim.query('select count(*)::int as n from kept')).rows).toEqual([{ n: 10_001 }])
+    expect(victim.errors).toEqual([])
+  }, 180_000)
+})
+
 const pidOf = (client: TestClient): number => (client as unknown as { processID: number }).processID
 
 describe("another client's prepared statements, named by escaped identifiers and dynamic SQL", () => {

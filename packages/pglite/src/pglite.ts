@@ -156,6 +156,13 @@ export interface EngineLease {
    * statement cached while it had another value must be parsed again.
    */
   readonly catalogChanges: number
+  /**
+   * Whether the engine's heap in use and in-memory files pass `share` (0-1)
+   * of `maxMemory` (false when none is set): a server refuses a client's
+   * new session-wide objects past a share, so that one client's cannot take
+   * the memory the others' statements need.
+   */
+  pastMemoryShare(share: number): boolean
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -1184,6 +1191,7 @@ export class PGlite implements AsyncDisposable {
       get catalogChanges() {
         return backend.catalogChanges
       },
+      pastMemoryShare: (share) => backend.pastMemoryShare(share),
       get advisoryReleases() {
         return backend.advisoryReleases
       },

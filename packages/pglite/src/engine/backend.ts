@@ -642,6 +642,11 @@ export class Backend {
     this.#control.budget.setLimit(bytes)
   }
 
+  /** Whether the heap in use and the in-memory files pass `share` of the memory limit (false with none set). */
+  pastMemoryShare(share: number): boolean {
+    return this.#control.budget.pastShare(share)
+  }
+
   /** Whether the database lives in the module's own memory (nothing of it outlives the module). */
   get inMemory(): boolean {
     return this.#inMemory
