@@ -1,4 +1,4 @@
-import type { EngineLease, LeaseClient } from '@pgwasm/pglite'
+import type { ActivityRow, EngineLease, LeaseClient } from '@pgwasm/pglite'
 import { applyClientSettings, meaningChanges, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
 import { deadlockOf, LockWaitFailure, type LockWaiter } from './lock-wait.js'
 import { SessionObjects } from './session-objects.js'
@@ -40,6 +40,8 @@ export interface MuxClient {
    * settings may be out of date.
    */
   reportDue?: boolean
+  /** Its row of `pg_stat_activity`; `running`: its statement is the one the engine runs. */
+  activity?(running: boolean): ActivityRow
   /** Whether it is gone (nothing of it is read or restored any more). */
   readonly closed?: boolean
   /** Ends its connection with a FATAL error (`pg_terminate_backend()` of its pid). */
@@ -236,6 +238,8 @@ export class Multiplexer {
     const leasing = this.db.lease().then(
       (lease) => {
         this.#lease = lease
+        // pg_stat_activity lists this server's clients, also to in-process callers.
+        lease.reportActivity(this.#activity)
         if (lease.restarts !== this.#restarts) this.#engineRestarted(lease)
         // Nothing ran since the engine was last ours: the session is as we left it.
         if (lease.restarts === this.#returned.restarts && lease.requests === this.#returned.requests) {
@@ -263,6 +267,16 @@ export class Multiplexer {
       })
       .catch(() => {})
     return leasing
+  }
+
+  /** The rows of `pg_stat_activity`: each client that is still connected (undefined: none, the engine's own row). */
+  readonly #activity = (): readonly ActivityRow[] | undefined => {
+    const rows: ActivityRow[] = []
+    for (const client of this.#clients.values()) {
+      if (client.closed || !client.activity) continue
+      rows.push(client.activity(client === this.#lastRunner))
+    }
+    return rows.length > 0 ? rows : undefined
   }
 
   /** Roles by name (true: may log in), as last read, and the engine's `catalogChanges` then. */

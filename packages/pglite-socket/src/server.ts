@@ -242,6 +242,7 @@ export class PGliteServer extends EventEmitter {
         setTimeout(() => socket.destroy(), END_GRACE_MS).unref()
       },
       remoteAddress: socket.remoteAddress ?? 'local',
+      ...(socket.remotePort !== undefined ? { remotePort: socket.remotePort } : {}),
       get backlogBytes() {
         return socket.writableLength
       },

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto'
-import { ProtocolError, type EngineLease, type LeaseClient } from '@pgwasm/pglite'
+import { isIP } from 'node:net'
+import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient } from '@pgwasm/pglite'
 import { Authenticator, type AuthMethod } from './auth.js'
 import { CopyInBuffer } from './copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from './copy-script.js'
@@ -52,6 +53,8 @@ export interface Transport {
   end(): void
   /** Where the client connects from (for the password throttle); one key for all when absent. */
   readonly remoteAddress?: string
+  /** Its TCP port, for `pg_stat_activity.client_port`. */
+  readonly remotePort?: number
   /** Bytes written but not yet taken by the client. */
   readonly backlogBytes?: number
   /** Resolves once the client has taken what was written (or left). */
@@ -154,6 +157,8 @@ const COPY_END_BYTES = 256
 const STREAM_COPY_AFTER = 1024 * 1024
 const enum Status {
   Idle = 0x49 /* I */,
+  InTransaction = 0x54 /* T */,
+  Failed = 0x45 /* E */,
 }
 /** Engine output waiting in the splitter is sent once it grows past this. */
 const FLUSH_BYTES = 262_144
@@ -355,6 +360,12 @@ export class Session implements MuxClient {
    * Postgres answers each message, and run as the simple-protocol COPY is.
    */
   #extendedCopy: { readonly sql: string; readonly statements: readonly SqlStatement[]; executed: boolean } | undefined
+  /** What `pg_stat_activity` shows of it: when it connected, its last SQL, and when its state and transaction began. */
+  readonly #backendStart = Date.now()
+  #activitySql: Uint8Array = new Uint8Array(0)
+  #queryStart: number | undefined
+  #stateChange: number | undefined
+  #xactStart: number | undefined
   /** Set by the multiplexer when it put back settings others had changed (MuxClient). */
   reportDue = false
   /** The reported settings as this client was last told them (reported-settings.ts). */
@@ -566,6 +577,9 @@ export class Session implements MuxClient {
     if (this.#status === Status.Idle && !this.#inTransaction && !this.#unsynced && !this.#script && !this.#skipToSync) {
       const plan = this.#cache.plan(input.bytes, input.offset, input.offset + input.buffered)
       if (plan) {
+        const key = plan.entry.keyBytes
+        const nul = key.indexOf(0)
+        this.#activitySql = key.subarray(0, Math.min(nul < 0 ? key.length : nul, ACTIVITY_SQL_BYTES))
         input.skip(input.buffered)
         if (plan.kind === 'create') this.#renamer.statements.add(plan.entry.name)
         this.#batchPlan = plan
@@ -643,6 +657,7 @@ export class Session implements MuxClient {
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
         if (type === Msg.Parse && buffer[at + 5] !== 0) this.#batchNamesStatement = true
+        this.#activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))
         if (!this.#objectsMayChange && sessionObjectsMayChange(buffer, sqlStart, sqlEnd)) this.#objectsMayChange = true
         if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
           const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
@@ -972,6 +987,7 @@ export class Session implements MuxClient {
   readonly #runBatchWork = (lease: EngineLease): void => {
     // Closed while waiting for the engine: the cleanup owns what is left.
     if (this.#state === 'closed') return
+    this.#queryStart = Date.now()
     const namesStatement = this.#batchNamesStatement
     this.#batchNamesStatement = false
     if (namesStatement && lease.pastMemoryShare(OBJECTS_MEMORY_SHARE)) {
@@ -1225,8 +1241,29 @@ export class Session implements MuxClient {
   }
 
   #setStatus(status: number): void {
+    if (status !== Status.Idle && this.#status === Status.Idle) this.#xactStart = this.#queryStart
     this.#status = status
     this.#inTransaction = status !== Status.Idle
+    this.#stateChange = Date.now()
+  }
+
+  /** Its row of `pg_stat_activity` (MuxClient); `running`: its statement is the one the engine runs. */
+  activity(running: boolean): ActivityRow {
+    const waiting = !running && this.#batch !== EMPTY
+    const state = running || waiting ? 'active' : IDLE_STATES.get(this.#status) ?? 'idle'
+    const address = this.#transport.remoteAddress
+    return {
+      pid: this.processId,
+      applicationName: this.#applicationName,
+      state,
+      query: decodeUtf8(this.#activitySql),
+      ...(waiting ? { waitEventType: 'IPC', waitEvent: 'EngineHeldByAnotherClient' } : {}),
+      backendStart: this.#backendStart,
+      ...(this.#inTransaction && this.#xactStart !== undefined ? { xactStart: this.#xactStart } : {}),
+      ...(this.#queryStart !== undefined ? { queryStart: this.#queryStart } : {}),
+      ...(this.#stateChange !== undefined ? { stateChange: running ? this.#queryStart ?? this.#stateChange : this.#stateChange } : {}),
+      ...(address !== undefined && isIp(address) ? { clientAddr: address, ...(this.#transport.remotePort !== undefined ? { clientPort: this.#transport.remotePort } : {}) } : {}),
+    }
   }
 
   #flush(): void {
@@ -1340,3 +1377,16 @@ function parsesCopyFromClient(bytes: Uint8Array, at: number, end: number): boole
 const OBJECTS_MEMORY_SHARE = 0.5
 const NEW_STATEMENT_REFUSED =
   'The engine every client of this server shares holds more than half of its memory ceiling: no client can make another prepared statement until some are closed.'
+
+/** How much of a statement's text `pg_stat_activity` keeps (Postgres's `track_activity_query_size` default). */
+const ACTIVITY_SQL_BYTES = 1024
+const IDLE_STATES = new Map<number, string>([
+  [Status.Idle, 'idle'],
+  [Status.InTransaction, 'idle in transaction'],
+  [Status.Failed, 'idle in transaction (aborted)'],
+])
+
+/** Whether `address` is an IP address (not a Unix socket's path or the in-process bridge). */
+function isIp(address: string): boolean {
+  return isIP(address) !== 0
+}

@@ -106,6 +106,45 @@ function loginSuite(name: string, start: () => Promise<Target>): void {
       }
     })
 
+    it("lists each client in pg_stat_activity, and a pool's idle clients end when terminated by pid from it", async () => {
+      const pool = new pg.Pool({ host: HOST, port: target.port, user: 'postgres', database: 'postgres', max: 3, application_name: 'activity-pool' })
+      const poolErrors: unknown[] = []
+      pool.on('error', (e) => poolErrors.push(e))
+      const watcher = await connectAs('postgres')
+      try {
+        const held = await Promise.all([pool.connect(), pool.connect(), pool.connect()])
+        await Promise.all(held.map((c, i) => c.query(`select ${i} as marker`)))
+        for (const c of held) c.release()
+        const { rows } = await watcher.query<{ pid: number; usename: string; state: string; query: string; client_addr: string; backend_type: string; datname: string }>(
+          `select pid, usename, state, query, client_addr::text as client_addr, backend_type, datname from pg_stat_activity where application_name = 'activity-pool' order by pid`,
+        )
+        expect(rows).toHaveLength(3)
+        for (const row of rows) {
+          expect(row).toMatchObject({ usename: 'postgres', state: 'idle', backend_type: 'client backend', datname: 'postgres' })
+          expect(row.query).toMatch(/^select \d as marker$/)
+          expect(row.client_addr).toMatch(/^127\.0\.0\.1(\/32)?$/)
+        }
+        // The watcher sees itself running its own query, under the pid its BackendKeyData gave it.
+        const self = await watcher.query<{ state: string; query: string }>(`select state, query from pg_stat_activity where pid = pg_backend_pid()`)
+        expect(self.rows).toEqual([{ state: 'active', query: 'select state, query from pg_stat_activity where pid = pg_backend_pid()' }])
+        const ended = await watcher.query<{ t: boolean }>(
+          `select pg_terminate_backend(pid) as t from pg_stat_activity where state = 'idle' and application_name = 'activity-pool'`,
+        )
+        expect(ended.rows).toEqual([{ t: true }, { t: true }, { t: true }])
+        // The pool hears of each end at once and drops the connection.
+        await within(
+          (async () => {
+            while (pool.totalCount > 0 || poolErrors.length < 3) await new Promise((resolve) => setTimeout(resolve, 20))
+          })(),
+          WAIT_MS,
+          'the pool to drop its terminated clients',
+        )
+        expect(poolErrors.map((e) => (e as pg.DatabaseError).code)).toEqual(['57P01', '57P01', '57P01'])
+      } finally {
+        await pool.end().catch(() => {})
+      }
+    })
+
     it('fails the statement of a client that terminates itself with FATAL 57P01, and the query queued behind it with no server error', async () => {
       const client = await connectAs('postgres')
       const own = client.query('select pg_terminate_backend(pg_backend_pid())').then(

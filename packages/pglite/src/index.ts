@@ -10,6 +10,7 @@ export type {
 export type { PGliteExtension, PGliteExtensionSetup, PGliteOptions } from './options.js'
 export type { SessionTimeouts } from './engine/backend.js'
 export type { UtilityStatement, UtilityRefusal } from './engine/utility-hook.js'
+export type { ActivityRow } from './engine/activity-report.js'
 export type { DumpCompression, DataDirArchive } from './fs/dump.js'
 export type { ContribExtension } from './extensions/contrib.js'
 export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'

@@ -4,6 +4,7 @@ import type { EngineSnapshot } from './engine/snapshot.js'
 import { treeRelationBytes, type DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
 import type { UtilityRefusal, UtilityStatement } from './engine/utility-hook.js'
+import type { ActivityRow } from './engine/activity-report.js'
 import {
   ARRAY_TYPES_SQL,
   getMemoryTemplate,
@@ -163,6 +164,14 @@ export interface EngineLease {
    * the memory the others' statements need.
    */
   pastMemoryShare(share: number): boolean
+  /**
+   * What `pg_stat_activity` (`pg_stat_get_activity()`) lists for everyone
+   * from now on, instead of the engine's one backend: a server reports its
+   * clients (their pids as `pg_backend_pid()` gives them). Undefined puts
+   * the engine's own row back, and so does the function returning
+   * undefined. It must not call the instance.
+   */
+  reportActivity(rows: (() => readonly ActivityRow[] | undefined) | undefined): void
   /** Lets queued calls run again. Idempotent. */
   release(): void
 }
@@ -1192,6 +1201,9 @@ export class PGlite implements AsyncDisposable {
         return backend.catalogChanges
       },
       pastMemoryShare: (share) => backend.pastMemoryShare(share),
+      reportActivity: (rows) => {
+        backend.activity = rows
+      },
       get advisoryReleases() {
         return backend.advisoryReleases
       },

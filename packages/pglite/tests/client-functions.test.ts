@@ -49,3 +49,40 @@ describe('advisory locks and pg_backend_pid() in process', () => {
     expect(await one<number>('select pg_backend_pid()')).toBe(pid)
   })
 })
+
+describe('pg_stat_activity as a server reports it (EngineLease.reportActivity)', () => {
+  it("lists the reported rows, one by pid, with the engine session's user, and the engine's own row again once cleared", async () => {
+    const db = await PGlite.create()
+    try {
+      const start = Date.parse('2026-11-28T01:00:00Z')
+      const lease = await db.lease()
+      lease.reportActivity(() => [
+        { pid: 1000, applicationName: 'app-a', state: 'idle', query: 'select 1', backendStart: start, clientAddr: '127.0.0.1', clientPort: 5555 },
+        { pid: 1001, applicationName: 'app-b', state: 'active', query: 'x'.repeat(2000), backendStart: start, queryStart: start + 1000, waitEventType: 'IPC', waitEvent: 'EngineHeldByAnotherClient' },
+      ])
+      lease.release()
+      const { rows } = await db.query<Record<string, unknown>>(
+        `select pid, usename, application_name, state, length(query) as query_bytes, wait_event_type, wait_event, client_addr::text as client_addr,
+           client_port, backend_start, query_start, backend_type, datname from pg_stat_activity order by pid`,
+      )
+      expect(rows).toEqual([
+        {
+          pid: 1000, usename: 'postgres', application_name: 'app-a', state: 'idle', query_bytes: 8, wait_event_type: null, wait_event: null,
+          client_addr: '127.0.0.1/32', client_port: 5555, backend_start: new Date(start), query_start: null, backend_type: 'client backend', datname: 'postgres',
+        },
+        {
+          // Postgres keeps 1023 bytes of a query's text (track_activity_query_size).
+          pid: 1001, usename: 'postgres', application_name: 'app-b', state: 'active', query_bytes: 1023, wait_event_type: 'IPC', wait_event: 'EngineHeldByAnotherClient',
+          client_addr: null, client_port: null, backend_start: new Date(start), query_start: new Date(start + 1000), backend_type: 'client backend', datname: 'postgres',
+        },
+      ])
+      expect((await db.query('select pid from pg_stat_get_activity(1001)')).rows).toEqual([{ pid: 1001 }])
+      const again = await db.lease()
+      again.reportActivity(undefined)
+      again.release()
+      expect((await db.query<{ backend_type: string }>('select backend_type from pg_stat_activity')).rows).toEqual([{ backend_type: 'standalone backend' }])
+    } finally {
+      await db.close()
+    }
+  })
+})

@@ -25,6 +25,7 @@ import { supplyMissingImports } from './missing-imports.js'
 import { encodingConversions } from './encoding-conversions.js'
 import { guardSqlFileWrites } from './file-write-guard.js'
 import { ClientFunctions, type EngineClient } from './client-functions.js'
+import type { ActivityRow } from './activity-report.js'
 import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
 import { recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
@@ -538,6 +539,11 @@ export class Backend {
    */
   get catalogChanges(): number {
     return this.#blank.clients.catalogChanges
+  }
+
+  /** What `pg_stat_activity` lists from now on (a server's clients); undefined: the engine's own backend. */
+  set activity(rows: (() => readonly ActivityRow[] | undefined) | undefined) {
+    this.#blank.clients.activity = rows
   }
 
   /** Ids of the server clients pg_terminate_backend() asked to end since the last call. */

@@ -3,6 +3,7 @@ import type { PostgresModule } from './emscripten.js'
 import type { GuardRecords, SessionGuards } from './session-guards.js'
 import type { MemoryBudget } from './memory-budget.js'
 import { UtilityHook, type UtilityCheck } from './utility-hook.js'
+import { reportActivity, type ActivityRow } from './activity-report.js'
 import { holdsCString, pointersTo, readStaticData } from './static-data.js'
 
 /*
@@ -38,6 +39,7 @@ type Op =
   | { kind: 'unlock-all' }
   | { kind: 'xact'; mode: Mode; wait: boolean; int4: boolean }
   | { kind: 'setting' }
+  | { kind: 'activity' }
 
 function advisory(prefix: string, make: (mode: Mode, int4: boolean) => Op): [string, Op][] {
   return (['exclusive', 'shared'] as const).flatMap((mode) =>
@@ -52,6 +54,8 @@ const OVERRIDDEN = new Map<string, Op>([
   ['pg_cancel_backend', { kind: 'cancel' }],
   // set_config(): reported to the client's utility check as the SET it is, wherever SQL calls it.
   ['set_config_by_name', { kind: 'setting' }],
+  // pg_stat_activity: a server's clients, as the backends of a server (activity-report.ts).
+  ['pg_stat_get_activity', { kind: 'activity' }],
   ...advisory('pg_advisory_lock', (mode, int4) => ({ kind: 'lock', mode, wait: true, int4 })),
   ...advisory('pg_try_advisory_lock', (mode, int4) => ({ kind: 'lock', mode, wait: false, int4 })),
   ...advisory('pg_advisory_unlock', (mode, int4) => ({ kind: 'unlock', mode, int4 })),
@@ -195,6 +199,9 @@ export class ClientFunctions {
     return pids
   }
 
+  /** The rows `pg_stat_activity` lists while a server serves this engine; undefined: the engine's own. */
+  activity: (() => readonly ActivityRow[] | undefined) | undefined
+
   /** How many statements so far may have changed what a prepared statement refers to (utility-hook.ts). */
   get catalogChanges(): number {
     return this.#utility.catalogChanges
@@ -223,6 +230,7 @@ export class ClientFunctions {
     this.#clients.clear()
     this.#terminations = []
     this.#client = undefined
+    this.activity = undefined
     this.#utility.setCheck(undefined)
   }
 
@@ -247,6 +255,10 @@ export class ClientFunctions {
       case 'unlock-all':
         this.forgetClient(this.#owner)
         return 0
+      case 'activity': {
+        const rows = this.activity?.()
+        return rows && reportActivity(this.#mod, this.#ex, fcinfo, rows) ? 0 : native(fcinfo)
+      }
       case 'setting': {
         const view = new DataView(this.#mod.HEAPU8.buffer)
         // A NULL name is Postgres' own error to raise.
