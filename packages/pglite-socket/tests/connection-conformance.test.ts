@@ -1,7 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
-import { HOST, RawClient, deferred, findNativePostgres, frame, serve, startNativePostgres, startupPacket, useServedDatabase, within } from './helpers.js'
+import { deferred, findNativePostgres, frame, HOST, RawClient, servedTarget, startNativePostgres, startupPacket, useServedDatabase, within, type SuiteTarget } from './helpers.js'
 
 /*
  * Logging in, ending and being ended, as client libraries' own tests check
@@ -12,14 +11,10 @@ import { HOST, RawClient, deferred, findNativePostgres, frame, serve, startNativ
 const WAIT_MS = 10_000
 const native = findNativePostgres()
 
-interface Target {
-  port: number
-  stop(): Promise<void>
-}
 
-function loginSuite(name: string, start: () => Promise<Target>): void {
+function loginSuite(name: string, start: () => Promise<SuiteTarget>): void {
   describe(`logging in and ending (${name})`, () => {
-    let target: Target
+    let target: SuiteTarget
     let admin: pg.Client
 
     beforeAll(async () => {
@@ -96,7 +91,7 @@ function loginSuite(name: string, start: () => Promise<Target>): void {
       const other = new pg.Client({ host: HOST, port: target.port, user: 'postgres', database: 'template1' })
       await other.connect()
       try {
-        const { rows } = await other.query<{ t: boolean }>('select pg_terminate_backend($1) as t', [idle.processID])
+        const { rows } = await other.query<{ t: boolean }>('select pg_terminate_backend($1) as t', [(idle as unknown as { processID: number }).processID])
         expect(rows).toEqual([{ t: true }])
         // The idle client sends nothing: the server tells it.
         const err = (await within(ended, WAIT_MS, 'the idle client to hear of its end')) as pg.DatabaseError
@@ -164,17 +159,7 @@ function loginSuite(name: string, start: () => Promise<Target>): void {
   })
 }
 
-loginSuite('pgwasm', async () => {
-  const db = await PGlite.create()
-  const served = await serve(db)
-  return {
-    port: served.port,
-    stop: async () => {
-      await served.server.stop()
-      await db.close()
-    },
-  }
-})
+loginSuite('pgwasm', () => servedTarget())
 
 if (native) loginSuite('native PostgreSQL', () => startNativePostgres(native))
 else describe.skip('logging in and ending (native PostgreSQL: initdb or pg_ctl not installed)', () => {})

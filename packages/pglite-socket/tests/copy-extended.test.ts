@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
-import { RawClient, cstr, errorFields, findNativePostgres, frame, int32, queryFrame, serve, startNativePostgres, within, type BackendMessage } from './helpers.js'
+import { cstr, errorFields, findNativePostgres, frame, int32, queryFrame, RawClient, servedTarget, startNativePostgres, within, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 /*
  * COPY FROM STDIN sent through the extended protocol (Parse, Bind,
@@ -31,14 +30,10 @@ function summary(messages: BackendMessage[]): string[] {
   })
 }
 
-interface Target {
-  port: number
-  stop(): Promise<void>
-}
 
-function copySuite(name: string, start: () => Promise<Target>): void {
+function copySuite(name: string, start: () => Promise<SuiteTarget>): void {
   describe(`COPY FROM STDIN through the extended protocol (${name})`, () => {
-    let target: Target
+    let target: SuiteTarget
 
     beforeAll(async () => {
       target = await start()
@@ -115,18 +110,8 @@ function copySuite(name: string, start: () => Promise<Target>): void {
   })
 }
 
-copySuite('pgwasm', async () => {
-  const db = await PGlite.create()
-  // A short Sync guard: a client waiting for the server must not be taken for a stalling one.
-  const served = await serve(db, { syncTimeoutMs: 1000 })
-  return {
-    port: served.port,
-    stop: async () => {
-      await served.server.stop()
-      await db.close()
-    },
-  }
-})
+// A short Sync guard: a client waiting for the server must not be taken for a stalling one.
+copySuite('pgwasm', () => servedTarget({ syncTimeoutMs: 1000 }))
 
 if (native) copySuite('native PostgreSQL', () => startNativePostgres(native))
 else describe.skip('COPY FROM STDIN through the extended protocol (native PostgreSQL: initdb or pg_ctl not installed)', () => {})

@@ -3,24 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
-import {
-  HOST,
-  RawClient,
-  cstr,
-  errorFields,
-  findNativePostgres,
-  frame,
-  hasProgram,
-  libpqEnv,
-  queryFrame,
-  run,
-  serve,
-  startNativePostgres,
-  useServedDatabase,
-  within,
-  type BackendMessage,
-} from './helpers.js'
+import { cstr, errorFields, findNativePostgres, frame, hasProgram, HOST, libpqEnv, queryFrame, RawClient, run, servedTarget, startNativePostgres, useServedDatabase, within, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 const WAIT_MS = 10_000
 const native = findNativePostgres()
@@ -56,18 +39,14 @@ const copyFail = (reason: string): Buffer => frame('f', cstr(reason))
 /** CopyInResponse of a text COPY into `columns` columns. */
 const textCopyIn = (columns: number): string => `G 00${columns.toString(16).padStart(4, '0')}${'0000'.repeat(columns)}`
 
-interface Target {
-  port: number
-  stop(): Promise<void>
-}
 
 /**
  * The same assertions against our server and, when it is installed, native
  * PostgreSQL: "correct" here means what Postgres sends.
  */
-function copySuite(name: string, start: () => Promise<Target>): void {
+function copySuite(name: string, start: () => Promise<SuiteTarget>): void {
   describe(`COPY FROM STDIN inside a multi-statement Query (${name})`, () => {
-    let target: Target
+    let target: SuiteTarget
     let raw: RawClient
 
     beforeAll(async () => {
@@ -384,17 +363,7 @@ function copySuite(name: string, start: () => Promise<Target>): void {
   })
 }
 
-copySuite('pgwasm', async () => {
-  const db = await PGlite.create()
-  const served = await serve(db)
-  return {
-    port: served.port,
-    stop: async () => {
-      await served.server.stop()
-      await db.close()
-    },
-  }
-})
+copySuite('pgwasm', () => servedTarget())
 
 if (native) copySuite('native PostgreSQL', () => startNativePostgres(native))
 else describe.skip('COPY FROM STDIN inside a multi-statement Query (native PostgreSQL: initdb or pg_ctl not installed)', () => {})

@@ -76,6 +76,25 @@ export async function serve(db: PGlite, options: Omit<PGliteServerOptions, 'db'>
   return { server, port: address.port, url: server.connectionString }
 }
 
+/** A server that a suite run against both pgwasm-server and native PostgreSQL talks to. */
+export interface SuiteTarget {
+  port: number
+  stop(): Promise<void>
+}
+
+/** pgwasm-server on a fresh in-memory database, as a {@link SuiteTarget}: stopping it closes the database too. */
+export async function servedTarget(options: Omit<PGliteServerOptions, 'db'> = {}): Promise<SuiteTarget> {
+  const db = await PGlite.create()
+  const served = await serve(db, options)
+  return {
+    port: served.port,
+    stop: async () => {
+      await served.server.stop()
+      await db.close()
+    },
+  }
+}
+
 /** A connected pg client of a TCP server (errors after a test's end are kept, not thrown). */
 export async function pgClient(port: number, config: pg.ClientConfig = {}): Promise<TestClient> {
   const client = new pg.Client({ host: HOST, port, user: 'postgres', database: 'postgres', ...config }) as TestClient

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGlite } from '@pgwasm/pglite'
-import { RawClient, cstr, errorFields, findNativePostgres, frame, int32, queryFrame, serve, startNativePostgres, within, type BackendMessage } from './helpers.js'
+import { cstr, errorFields, findNativePostgres, frame, int32, queryFrame, RawClient, servedTarget, startNativePostgres, within, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 /*
  * A cursor declared in SQL is a portal of the protocol, and a portal bound
@@ -29,14 +28,10 @@ function summary(messages: BackendMessage[]): string[] {
   })
 }
 
-interface Target {
-  port: number
-  stop(): Promise<void>
-}
 
-function cursorSuite(name: string, start: () => Promise<Target>): void {
+function cursorSuite(name: string, start: () => Promise<SuiteTarget>): void {
   describe(`SQL cursors and protocol portals (${name})`, () => {
-    let target: Target
+    let target: SuiteTarget
 
     beforeAll(async () => {
       target = await start()
@@ -106,17 +101,7 @@ function cursorSuite(name: string, start: () => Promise<Target>): void {
   })
 }
 
-cursorSuite('pgwasm', async () => {
-  const db = await PGlite.create()
-  const served = await serve(db)
-  return {
-    port: served.port,
-    stop: async () => {
-      await served.server.stop()
-      await db.close()
-    },
-  }
-})
+cursorSuite('pgwasm', () => servedTarget())
 
 if (native) cursorSuite('native PostgreSQL', () => startNativePostgres(native))
 else describe.skip('SQL cursors and protocol portals (native PostgreSQL: initdb or pg_ctl not installed)', () => {})
