@@ -12,6 +12,8 @@
  *   startup-child <ours|pglite> ext-first         (create() with the five extensions, incl. import)
  *   startup-child <ours|pglite> ext-later <count> (create() with them after a discarded first)
  *   startup-child <ours|pglite> ext-clone <count> (clone() of a database using them)
+ *   startup-child <ours|pglite> ext-schema <count> (a schema that creates them and a table, after a discarded first:
+ *                                               ours: PGlite.createCached; PGlite: create() + the schema's SQL)
  *   startup-child <ours|pglite|native> bulk <copy|ctas> <rows> <memory|dir path|native url|server>
  *                                               (samples: [ms of one load of <rows> rows of 1 kB])
  */
@@ -26,7 +28,7 @@ interface Db {
 }
 interface Ctor {
   create(dataDir?: string | { extensions: Record<string, unknown> }): Promise<Db>
-  createCached?(key: string, setup: (db: Db) => Promise<void>): Promise<Db>
+  createCached?(key: string, setup: (db: Db) => Promise<void>, options?: { extensions: Record<string, unknown> }): Promise<Db>
 }
 
 const SCHEMA_SQL = Array.from(
@@ -232,6 +234,26 @@ if (mode === 'first') {
     const db = await PGlite.create({ extensions })
     samples.push(performance.now() - t)
     await useFiveExtensions(db)
+    await db.close()
+  }
+  console.log(JSON.stringify({ samples, rssMB: rssMB() }))
+} else if (mode === 'ext-schema') {
+  const extensions = await fiveExtensions()
+  const schema = `${USE_EXTENSIONS}; create table t (id int primary key, a text, h hstore, e vector(3), c citext)`
+  const key = `ext-schema-${process.pid}`
+  const make = async (): Promise<Db> => {
+    if (PGlite.createCached) return PGlite.createCached(key, (db) => db.exec(schema).then(() => undefined), { extensions })
+    const db = await PGlite.create({ extensions })
+    await db.exec(schema)
+    return db
+  }
+  await (await make()).close()
+  for (let i = 0; i < Number(arg); i++) {
+    const t = performance.now()
+    const db = await make()
+    samples.push(performance.now() - t)
+    await check(db, EXTENSIONS_WORK, 1)
+    await check(db, 'select count(*)::int from t', 0)
     await db.close()
   }
   console.log(JSON.stringify({ samples, rssMB: rssMB() }))

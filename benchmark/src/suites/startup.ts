@@ -28,6 +28,7 @@ export const TESTDB = 'Prisma TestDatabase.create, 12-model schema seen before, 
 export const EXT_FIRST = 'create() with 5 extensions (pg_trgm, hstore, pgcrypto, citext, vector), first in process (incl. import)'
 export const EXT_LATER = 'create() with the 5 extensions, later in the same process'
 export const EXT_CLONE = 'clone() of a database using the 5 extensions, with a 1,000-row table'
+export const EXT_SCHEMA = 'a schema creating the 5 extensions and a table, later in the same process'
 export const TESTDB_FILES = 'Prisma TestDatabase, 5 test files x 10 tests (vitest run)'
 export const TESTDB_ONE_FILE = 'Prisma TestDatabase, 1 test file x 50 tests (vitest run)'
 /** The bulk-load rows: a load of `rows` rows of 1 kB into a new table (CREATE TABLE AS or COPY FROM). */
@@ -228,6 +229,7 @@ export async function run(s: SuiteRun): Promise<void> {
     for (const [name, mode] of [
       [EXT_LATER, 'ext-later'],
       [EXT_CLONE, 'ext-clone'],
+      [EXT_SCHEMA, 'ext-schema'],
     ] as const) {
       if (!s.wants(name)) continue
       const m = measure(name)
@@ -264,6 +266,7 @@ export async function run(s: SuiteRun): Promise<void> {
   s.ratio('create() later in process: pgwasm / PGlite', { case: LATER, path: 'pgwasm' }, { case: LATER, path: 'PGlite' })
   s.ratio('create() with 5 extensions, later: pgwasm / PGlite (pgwasm target <= 50 ms)', { case: EXT_LATER, path: 'pgwasm' }, { case: EXT_LATER, path: 'PGlite' })
   s.ratio('clone() with 5 extensions: pgwasm / PGlite (pgwasm target <= 30 ms)', { case: EXT_CLONE, path: 'pgwasm' }, { case: EXT_CLONE, path: 'PGlite' })
+  s.ratio('a schema creating 5 extensions, later: pgwasm createCached / PGlite create() + SQL (pgwasm target <= 10 ms)', { case: EXT_SCHEMA, path: 'pgwasm' }, { case: EXT_SCHEMA, path: 'PGlite' })
   s.ratio('create() with 5 extensions, first in process: pgwasm / PGlite (pgwasm target <= 600 ms)', { case: EXT_FIRST, path: 'pgwasm' }, { case: EXT_FIRST, path: 'PGlite' })
   s.ratio('create() first in process: pgwasm / PGlite', { case: FIRST, path: 'pgwasm' }, { case: FIRST, path: 'PGlite' })
   s.ratio('peak RSS: pgwasm / PGlite', { case: RSS, path: 'pgwasm' }, { case: RSS, path: 'PGlite' })

@@ -14,7 +14,20 @@ import {
   rememberArrayTypes,
   type ArrayTypeRow,
 } from './engine/template.js'
-import { prefetchSavedState, prefetchSnapshot, recycleBackend, restoreCopy, restoreSavedState, saveState, startInMemory, startWithContrib, type SnapshotKeyParts } from './engine/starter.js'
+import {
+  prefetchSavedState,
+  prefetchSnapshot,
+  recycleBackend,
+  restoreContribState,
+  restoreCopy,
+  restoreSavedState,
+  saveContribState,
+  saveState,
+  startInMemory,
+  startWithContrib,
+  type MemoryStartOptions,
+  type SnapshotKeyParts,
+} from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
 import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
@@ -268,6 +281,8 @@ export class PGlite implements AsyncDisposable {
   #stateKeyParts: SnapshotKeyParts | undefined
   /** Started from a saved state (see `createCached`). */
   #restoredState = false
+  /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
+  #contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined
   readonly #extensionClosers: (() => Promise<void>)[] = []
   // Made once; re-armed per exec (no per-exec closures on the hot path).
   readonly #messageSink = new MessageSink()
@@ -353,10 +368,11 @@ export class PGlite implements AsyncDisposable {
       await setup(db)
       if (db.#inTransaction) throw new Error('createCached: `setup` left a transaction open; commit or roll it back before it returns')
       await db.#exclusive(async (backend, runner) => {
-        if (!db.#stateKeyParts || !backend.isSnapshotable) return
+        if ((!db.#stateKeyParts && !db.#contribState) || !backend.isSnapshotable) return
         // The array types as they are now (setup may have made enums or composites), so a restore need not ask.
-        const arrayTypes = db.#registerArrayTypes(runner)
-        await saveState(db.#stateKeyParts, key, backend, JSON.stringify(arrayTypes))
+        const note = JSON.stringify(db.#registerArrayTypes(runner))
+        if (db.#contribState) saveContribState(db.#contribState.start, db.#contribState.contrib, key, backend, note)
+        else await saveState(db.#stateKeyParts!, key, backend, note)
       })
     } catch (err) {
       await db.close()
@@ -539,9 +555,15 @@ export class PGlite implements AsyncDisposable {
           this.#restoredState = saved !== undefined
           savedArrayTypes = saved && parseArrayTypes(saved.note)
           backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
-        } else if (fromTemplate && contrib.length > 0 && opts.initialMemory === undefined && opts.savedState === undefined) {
-          // Contrib side modules preloaded the same way each time: a later instance restores the first one's start.
-          backend = await startWithContrib(assets, memoryStart, contrib)
+        } else if (fromTemplate && contrib.length > 0 && opts.initialMemory === undefined) {
+          // Contrib side modules preloaded the same way each time: a later
+          // instance restores the first one's start, or (createCached) the
+          // state its setup left.
+          const saved = opts.savedState === undefined ? undefined : await restoreContribState(assets, memoryStart, contrib, opts.savedState)
+          if (opts.savedState !== undefined) this.#contribState = { start: memoryStart, contrib }
+          this.#restoredState = saved !== undefined
+          savedArrayTypes = saved && parseArrayTypes(saved.note)
+          backend = saved?.backend ?? (await startWithContrib(assets, memoryStart, contrib))
         } else {
           backend = await Backend.start(assets, backendOptions)
           if (mount.kind === 'node') {

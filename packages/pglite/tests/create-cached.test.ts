@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
 import { PGlite } from '../src/index.js'
+import { citext, hstore, pg_trgm } from '../src/contrib.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 const opened: PGlite[] = []
@@ -47,6 +48,35 @@ describe('PGlite.createCached', () => {
     // Another key is another state.
     await keep(PGlite.createCached(`${key}-other`, schemaSetup(runs, 'three'), { templateCacheDir: cacheDir }))
     expect(runs).toEqual(['one', 'three'])
+  })
+
+  it('keeps the state of a database whose setup created contrib extensions: later calls restore it, extensions working, without setup', async () => {
+    const runs: string[] = []
+    const key = `contrib-${Date.now()}`
+    const extensions = { hstore, citext, pg_trgm }
+    const setup = async (db: PGlite): Promise<void> => {
+      runs.push('setup')
+      await db.exec(`create extension hstore; create extension citext; create extension pg_trgm;
+        create type tone as enum ('low', 'high');
+        create table tag (id int primary key, name citext not null, attrs hstore, tones tone[]);
+        insert into tag values (1, 'Alpha', 'color=>red', '{low,high}');
+        create index tag_trgm on tag using gin ((name::text) gin_trgm_ops)`)
+    }
+    const first = await keep(PGlite.createCached(key, setup, { extensions }))
+    await first.exec(`insert into tag values (2, 'only in the first', null, '{}')`)
+    const second = await keep(PGlite.createCached(key, setup, { extensions }))
+    const third = await keep(PGlite.createCached(key, setup, { extensions }))
+    expect(runs).toEqual(['setup'])
+    for (const db of [second, third]) {
+      const { rows } = await db.query<{ id: number; same: boolean; color: string; tones: string[]; close: boolean }>(
+        `select id, name = 'ALPHA' as same, attrs -> 'color' as color, tones, similarity(name::text, 'alpha') > 0.5 as close from tag order by id`,
+      )
+      expect(rows).toEqual([{ id: 1, same: true, color: 'red', tones: ['low', 'high'], close: true }])
+    }
+    // Each restored copy is its own database.
+    await second.exec(`insert into tag values (3, 'only in the second', 'a=>1', '{high}')`)
+    expect((await third.query('select count(*)::int as n from tag')).rows).toEqual([{ n: 1 }])
+    expect((await second.query(`select attrs -> 'a' as a from tag where id = 3`)).rows).toEqual([{ a: '1' }])
   })
 
   it('saves the state on disk: a new process restores it without running setup', async () => {

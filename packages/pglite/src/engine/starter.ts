@@ -450,6 +450,44 @@ export async function startWithContrib(assets: EngineAssets, options: MemoryStar
   return backend
 }
 
+/** What `createCached` kept of a database with contrib modules after its setup, by start, contrib list and key (in this process). */
+const contribStates = new Map<string, { readonly snapshot: EngineSnapshot; readonly note: string | undefined }>()
+
+function contribStateKey(options: MemoryStartOptions, contrib: readonly ContribExtension[], key: string): string {
+  return JSON.stringify([snapshotKey(options), contribKey(contrib), key])
+}
+
+/**
+ * Keeps `backend` (set up by `createCached`, its side modules only the
+ * preloaded ones) for {@link restoreContribState}: in this process only,
+ * as a module's side modules must be preloaded in the same order for its
+ * memory to line up.
+ */
+export function saveContribState(options: MemoryStartOptions, contrib: readonly ContribExtension[], key: string, backend: Backend, note: string | undefined): void {
+  if (!backend.isSnapshotable) return
+  contribStates.set(contribStateKey(options, contrib, key), { snapshot: backend.snapshot(), note })
+  preloadedPoolFor(contrib, backendEnv(options.username, options.database)).prepare(backend.snapshot().pages)
+}
+
+/** A copy of the database {@link saveContribState} kept under `key`, or undefined (none, or it did not line up). */
+export async function restoreContribState(
+  assets: EngineAssets,
+  options: MemoryStartOptions,
+  contrib: readonly ContribExtension[],
+  key: string,
+): Promise<{ backend: Backend; note: string | undefined } | undefined> {
+  const id = contribStateKey(options, contrib, key)
+  const saved = contribStates.get(id)
+  if (!saved) return undefined
+  try {
+    const backend = await restoreWithContrib(assets, saved.snapshot, contrib, backendEnv(options.username, options.database), options.onLog)
+    return { backend, note: saved.note }
+  } catch {
+    contribStates.delete(id)
+    return undefined
+  }
+}
+
 /**
  * A fresh module (a pooled one's heap is not a fresh one's, so the side
  * modules would land elsewhere), the side modules preloaded in the same
@@ -514,6 +552,7 @@ async function makePreloaded(assets: EngineAssets, contrib: readonly ContribExte
 export function clearSnapshotMemory(): void {
   snapshots.clear()
   contribSnapshots.clear()
+  contribStates.clear()
   for (const preloaded of preloadedPools.values()) preloaded.clear()
   preloadedPools.clear()
   diskReads.clear()
