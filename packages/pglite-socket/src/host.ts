@@ -117,6 +117,9 @@ export interface HostOptions {
   readonly debug?: boolean
 }
 
+/** How long a terminated client's pid still counts as signaled (the statement that ended it runs once the engine is free). */
+const TERMINATED_KEPT_MS = 60_000
+
 /**
  * The databases and settings sessions share. Another database name in a
  * startup packet gets its own instance, made on first connect (tools such as
@@ -324,11 +327,20 @@ export class DatabaseHost implements SessionHost {
    */
   signal(processId: number, signal: 'terminate' | 'cancel'): boolean {
     const session = this.#sessions.get(processId)
-    if (!session) return false
-    if (signal === 'terminate') queueMicrotask(() => session.terminate('57P01', 'terminating connection due to administrator command'))
-    else session.cancelWaiting()
+    if (!session) return this.#terminated.has(processId)
+    if (signal === 'terminate') {
+      this.#terminated.add(processId)
+      // Forgotten soon: pids are not reused, this only answers the statement that asked.
+      setTimeout(() => this.#terminated.delete(processId), TERMINATED_KEPT_MS).unref?.()
+      queueMicrotask(() => session.terminate('57P01', 'terminating connection due to administrator command'))
+    } else {
+      session.cancelWaiting()
+    }
     return true
   }
+
+  /** Pids ended by `pg_terminate_backend()` lately: a call naming one again, after it is gone, still answers true. */
+  readonly #terminated = new Set<number>()
 
   /** Takes the CancelRequests that come while the engine runs a statement (the TCP and Unix socket server sets it). */
   cancelHelper: CancelHelper | undefined

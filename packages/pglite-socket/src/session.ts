@@ -958,6 +958,7 @@ export class Session implements MuxClient {
     this.#batch = message
     this.#batchListens = listenChanged
     this.#batchMeaning = meaning
+    this.#terminateHolderFirst(message)
     try {
       // A lone Query outside a transaction that takes an advisory lock waits for it (lock-wait.ts).
       this.#lockWait = !this.#inTransaction && !this.#unsynced && mayWaitForAdvisoryLock(message)
@@ -981,6 +982,21 @@ export class Session implements MuxClient {
       this.#lockWait = false
       this.#batch = EMPTY
     }
+  }
+
+  /**
+   * `select pg_terminate_backend(<pid>)` (a lone Query, as pools and psql
+   * send it) of the client that holds the engine in its transaction: that
+   * client ends now, as on PostgreSQL, rather than after it lets the engine
+   * go, which this statement would wait for. The statement then runs and
+   * answers true (see DatabaseHost.signal).
+   */
+  #terminateHolderFirst(message: Uint8Array): void {
+    const owner = this.#mux?.owner
+    if (!owner || owner === this || !owner.pinned || owner.processId === undefined || message[0] !== Msg.Query) return
+    if (readInt32(message, 1) + 1 !== message.length) return
+    const pid = terminatedPid(decodeUtf8(message.subarray(5, message.length - 1)))
+    if (pid === owner.processId) this.#host.signal(pid, 'terminate')
   }
 
   /** The engine half of {@link #runBatch}, made once: no closure per batch. */
@@ -1389,4 +1405,10 @@ const IDLE_STATES = new Map<number, string>([
 /** Whether `address` is an IP address (not a Unix socket's path or the in-process bridge). */
 function isIp(address: string): boolean {
   return isIP(address) !== 0
+}
+
+/** The pid a `select pg_terminate_backend(<pid>)` names, or undefined for any other SQL. */
+function terminatedPid(sql: string): number | undefined {
+  const match = /^\s*select\s+(?:pg_catalog\.)?pg_terminate_backend\s*\(\s*(\d{1,10})\s*\)\s*(?:as\s+\w+\s*)?;?\s*$/i.exec(sql)
+  return match ? Number(match[1]) : undefined
 }

@@ -101,6 +101,20 @@ function loginSuite(name: string, start: () => Promise<SuiteTarget>): void {
       }
     })
 
+    it('ends at once a client that holds a transaction open when another client terminates it', async () => {
+      const holder = await connectAs('postgres')
+      const ended = new Promise<unknown>((resolve) => holder.once('error', resolve))
+      await holder.query('begin')
+      await holder.query('select 1')
+      const other = await connectAs('postgres')
+      const pid = (holder as unknown as { processID: number }).processID
+      const { rows } = await within(other.query<{ t: boolean }>(`select pg_terminate_backend(${pid}) as t`), 3000, 'the termination of the holder')
+      expect(rows).toEqual([{ t: true }])
+      const err = (await within(ended, WAIT_MS, 'the holder to hear of its end')) as pg.DatabaseError
+      expect(err.code).toBe('57P01')
+      await other.end()
+    })
+
     it("lists each client in pg_stat_activity, and a pool's idle clients end when terminated by pid from it", async () => {
       const pool = new pg.Pool({ host: HOST, port: target.port, user: 'postgres', database: 'postgres', max: 3, application_name: 'activity-pool' })
       const poolErrors: unknown[] = []
