@@ -71,6 +71,25 @@ describe('CREATE EXTENSION through pgwasm-server', () => {
     }
   }, 180_000)
 
+  it('creates every extension pg_available_extensions lists, each then listed in pg_extension', async () => {
+    const { cli, connect } = await serve(['--db', 'memory://'])
+    const client = await connect()
+    try {
+      const { rows } = await client.query<{ name: string }>('select name from pg_available_extensions where installed_version is null order by name')
+      expect(rows.length).toBeGreaterThan(35)
+      const failed: string[] = []
+      for (const { name } of rows) {
+        await client.query(`create extension if not exists "${name}" cascade`).catch((err: Error) => failed.push(`${name}: ${err.message}`))
+      }
+      expect(failed).toEqual([])
+      const installed = await client.query<{ n: number }>('select count(*)::int as n from pg_extension')
+      expect(installed.rows[0]!.n).toBeGreaterThanOrEqual(rows.length)
+    } finally {
+      await endQuietly(client)
+      await stop(cli)
+    }
+  }, 180_000)
+
   it('opens a directory whose database has extensions with a new server, and a new database by name gets them too', async () => {
     const dir = tempDir()
     dirs.push(dir)
