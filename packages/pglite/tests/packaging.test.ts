@@ -169,6 +169,37 @@ process.stdout.write(JSON.stringify({ rows, migrations: applied.rows[0].n, engin
 await client.close()
 `
 
+// A test suite's schema reset on one long-lived instance, as drizzle users
+// write it: an enum dropped and made again with another label, then the same
+// drizzle query (the same SQL text, a cached statement) as before the reset.
+const DRIZZLE_ENUM_RESET_SCRIPT = `
+import { PGlite } from '@electric-sql/pglite'
+import { drizzle } from 'drizzle-orm/pglite'
+import { eq, sql } from 'drizzle-orm'
+import { pgEnum, pgTable, serial } from 'drizzle-orm/pg-core'
+const client = new PGlite()
+const db = drizzle(client)
+const reset = async (labels) => {
+  await db.execute(sql.raw('drop table if exists feelings'))
+  await db.execute(sql.raw('drop type if exists mood'))
+  await db.execute(sql.raw(\`create type mood as enum (\${labels.map((l) => \`'\${l}'\`).join(', ')})\`))
+  await db.execute(sql.raw('create table feelings (id serial primary key, m mood not null)'))
+}
+const before = pgEnum('mood', ['ok', 'sad'])
+const feelingsBefore = pgTable('feelings', { id: serial('id').primaryKey(), m: before('m').notNull() })
+await reset(['ok', 'sad'])
+await db.insert(feelingsBefore).values({ m: 'sad' })
+const first = await db.select({ m: feelingsBefore.m }).from(feelingsBefore).where(eq(feelingsBefore.m, 'sad'))
+const after = pgEnum('mood', ['ok', 'sad', 'glad'])
+const feelings = pgTable('feelings', { id: serial('id').primaryKey(), m: after('m').notNull() })
+await reset(['ok', 'sad', 'glad'])
+await db.insert(feelings).values([{ m: 'glad' }, { m: 'sad' }])
+const second = await db.select({ m: feelings.m }).from(feelings).where(eq(feelings.m, 'sad'))
+const third = await db.select({ m: feelings.m }).from(feelings).where(eq(feelings.m, 'glad'))
+process.stdout.write(JSON.stringify({ first, second, third }))
+await client.close()
+`
+
 // The same use, type-checked: drizzle's types name PGlite's class, which the
 // alias makes ours, so the instance needs no cast.
 const DRIZZLE_TS = `
@@ -301,6 +332,8 @@ describe('packed packages installed with npm from their tarballs', () => {
     const dir = aliasedProject('drizzle', { 'drizzle-orm': '0.45.4' })
     // engine: only ours has lockSessionUser, so this ran on pgwasm, not PGlite.
     expect(runScript(dir, DRIZZLE_SCRIPT)).toEqual({ rows: [{ body: 'first' }, { body: 'changed' }], migrations: 1, engine: 'function' })
+    // Its statements are cached by SQL text: the reset must not show (no "cache lookup failed for type").
+    expect(runScript(dir, DRIZZLE_ENUM_RESET_SCRIPT)).toEqual({ first: [{ m: 'sad' }], second: [{ m: 'sad' }], third: [{ m: 'glad' }] })
     typeCheck(dir, DRIZZLE_TS)
   }, 300_000)
 
