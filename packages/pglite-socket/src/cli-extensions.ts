@@ -1,6 +1,6 @@
-import type { PGliteExtension, PGliteOptions } from '@pgwasm/pglite'
+import { onUse, type PGliteExtension, type PGliteOptions } from '@pgwasm/pglite'
 import * as contrib from '@pgwasm/pglite/contrib'
-import { onUse, type ContribExtension } from '@pgwasm/pglite/contrib'
+import type { ContribExtension } from '@pgwasm/pglite/contrib'
 
 /** Add-ons the server offers when their package is installed: name -> package and export. */
 const ADD_ONS: Readonly<Record<string, { readonly from: string; readonly exported: string }>> = {

@@ -161,11 +161,14 @@ describe('pg_terminate_backend and pg_cancel_backend between clients', () => {
     expect(await one<number>(a, 'select 40 + 2 as n')).toBe(42)
   })
 
-  it('ends the calling client itself when it names its own pid', async () => {
+  it('ends the calling client itself when it names its own pid: the statement fails with the FATAL, as on PostgreSQL', async () => {
     const c = await served.connect()
-    const ended = new Promise<{ code?: string }>((resolve) => c.on('error', (err: Error & { code?: string }) => resolve(err)))
-    await c.query('select pg_terminate_backend(pg_backend_pid())').catch(() => {})
-    expect((await ended).code).toBe('57P01')
+    const failed = await c.query('select pg_terminate_backend(pg_backend_pid())').then(
+      () => undefined,
+      (err: Error & { code?: string }) => err,
+    )
+    expect(failed?.code).toBe('57P01')
+    await expect(c.query('select 1')).rejects.toThrow()
   })
 
   it('answers a cancel of another client with true and stops nothing; an unknown pid is no backend (false, as in PostgreSQL)', async () => {

@@ -16,7 +16,6 @@
 import type { ContribExtension } from './extensions/contrib.js'
 
 export type { ContribExtension } from './extensions/contrib.js'
-export { onUse } from './extensions/contrib.js'
 
 function contrib(name: string, bundle: string, sharedPreloadLibraries?: readonly string[]): ContribExtension {
   return Object.freeze(sharedPreloadLibraries ? { name, bundle, sharedPreloadLibraries: Object.freeze([...sharedPreloadLibraries]) } : { name, bundle })

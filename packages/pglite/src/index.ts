@@ -38,3 +38,5 @@ export { MemoryFS } from './fs-compat/memory.js'
 export { IdbFs } from './fs-compat/idb.js'
 export type { Filesystem } from './fs-compat/filesystem.js'
 export { TransactionAbortedError } from './transaction-aborted-error.js'
+// Not in ./contrib: that module holds one export per bundle, as PGlite's does.
+export { onUse } from './extensions/contrib.js'

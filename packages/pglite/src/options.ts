@@ -21,7 +21,7 @@ export interface PGliteExtension {
    * while queries still work.
    */
   setup(db: PGlite, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
-  /** Compile its bundle's side modules at first use rather than before the engine starts (see `onUse` in `@pgwasm/pglite/contrib`). */
+  /** Compile its bundle's side modules at first use rather than before the engine starts (see `onUse`). */
   readonly loadOnUse?: boolean
 }
 

@@ -3,9 +3,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { PGlite } from '../src/index.js'
+import { onUse, PGlite } from '../src/index.js'
 import * as contrib from '../src/contrib.js'
-import { onUse, type ContribExtension } from '../src/contrib.js'
+import type { ContribExtension } from '../src/contrib.js'
 import { tempDir } from './helpers.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
