@@ -260,6 +260,28 @@ describe("settings changed by any route stay the client's own", () => {
     expect(await settings(viaPg(other))).toEqual(before)
     expect(await settings(served.db)).toEqual(hostBefore)
   })
+
+  it("keeps a function's SET clause inside the call, also for a function made by dynamic SQL, for its caller and everyone else", async () => {
+    const other = await served.connect()
+    const before = await settings(viaPg(other))
+    const attacker = await served.connect()
+    const own = await settings(viaPg(attacker))
+    await attacker.query(
+      `create function clause_set() returns text language sql set search_path = pg_catalog set default_transaction_read_only = on ` +
+        `as $$ select current_setting('search_path') || '/' || current_setting('default_transaction_read_only') $$`,
+    )
+    await attacker.query(
+      `do $$ begin execute format('create function %I() returns text language sql set search_path = %L set transaction_timeout = %L as %L', ` +
+        `'clause_dynamic', 'pg_catalog', '1s', 'select current_setting(''transaction_timeout'')'); end $$`,
+    )
+    // Inside the call the clause holds; after it, nothing of it is left.
+    expect((await attacker.query('select clause_set() as inside')).rows).toEqual([{ inside: 'pg_catalog/on' }])
+    expect((await attacker.query('select clause_dynamic() as inside')).rows).toEqual([{ inside: '1s' }])
+    expect(await settings(viaPg(attacker))).toEqual(own)
+    expect(await settings(viaPg(other))).toEqual(before)
+    await other.query(`insert into notes values ('after the clauses')`)
+    await endQuietly(attacker)
+  })
 })
 
 describe('advisory locks waited for as PostgreSQL waits', () => {
