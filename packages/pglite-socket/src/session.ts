@@ -599,6 +599,7 @@ export class Session implements MuxClient {
     let consumed = false
     let terminate = false
     let rejectCopy = false
+    let activityNoted = false
     let dropped: string[] | undefined
     for (;;) {
       const size = input.peekFrame(true)
@@ -657,7 +658,11 @@ export class Session implements MuxClient {
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
         if (type === Msg.Parse && buffer[at + 5] !== 0) this.#batchNamesStatement = true
-        this.#activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))
+        // pg_stat_activity's query: the batch's first statement, copied once (a pipeline holds hundreds).
+        if (!activityNoted) {
+          this.#activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))
+          activityNoted = true
+        }
         if (!this.#objectsMayChange && sessionObjectsMayChange(buffer, sqlStart, sqlEnd)) this.#objectsMayChange = true
         if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
           const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
@@ -1278,7 +1283,7 @@ export class Session implements MuxClient {
       ...(this.#inTransaction && this.#xactStart !== undefined ? { xactStart: this.#xactStart } : {}),
       ...(this.#queryStart !== undefined ? { queryStart: this.#queryStart } : {}),
       ...(this.#stateChange !== undefined ? { stateChange: running ? this.#queryStart ?? this.#stateChange : this.#stateChange } : {}),
-      ...(address !== undefined && isIp(address) ? { clientAddr: address, ...(this.#transport.remotePort !== undefined ? { clientPort: this.#transport.remotePort } : {}) } : {}),
+      ...(address !== undefined && isIP(address) !== 0 ? { clientAddr: address, ...(this.#transport.remotePort !== undefined ? { clientPort: this.#transport.remotePort } : {}) } : {}),
     }
   }
 
@@ -1402,10 +1407,6 @@ const IDLE_STATES = new Map<number, string>([
   [Status.Failed, 'idle in transaction (aborted)'],
 ])
 
-/** Whether `address` is an IP address (not a Unix socket's path or the in-process bridge). */
-function isIp(address: string): boolean {
-  return isIP(address) !== 0
-}
 
 /** The pid a `select pg_terminate_backend(<pid>)` names, or undefined for any other SQL. */
 function terminatedPid(sql: string): number | undefined {

@@ -465,8 +465,9 @@ function contribStateKey(options: MemoryStartOptions, contrib: readonly ContribE
  */
 export function saveContribState(options: MemoryStartOptions, contrib: readonly ContribExtension[], key: string, backend: Backend, note: string | undefined): void {
   if (!backend.isSnapshotable) return
-  contribStates.set(contribStateKey(options, contrib, key), { snapshot: backend.snapshot(), note })
-  preloadedPoolFor(contrib, backendEnv(options.username, options.database)).prepare(backend.snapshot().pages)
+  const snapshot = backend.snapshot()
+  contribStates.set(contribStateKey(options, contrib, key), { snapshot, note })
+  preloadedPoolFor(contrib, backendEnv(options.username, options.database)).prepare(snapshot.pages)
 }
 
 /** A copy of the database {@link saveContribState} kept under `key`, or undefined (none, or it did not line up). */
