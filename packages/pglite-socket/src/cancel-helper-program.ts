@@ -7,7 +7,12 @@
  * CancelRequest is written to the board, a file the server reads while the
  * engine runs a statement, and is also sent as a message for when the
  * server is free again. Any other connection goes back to the server with
- * the bytes read from it.
+ * the bytes read from it; but while the server's thread runs a statement
+ * (its heartbeat on the board is fresh), a client the server's door card
+ * lets in (no password, a known database, a role that may log in) is
+ * started here: it gets its AuthenticationOk, settings, cancel key and
+ * ReadyForQuery at once, and goes to the server, which takes it over when
+ * the statement ends (a setting told wrong is reported again then).
  */
 export function cancelHelperProgram(boardPath: string, slots: number): void {
   // Not `require`: a bundler turns it into a helper the sent text does not carry.
@@ -15,6 +20,14 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
   type Server = import('node:net').Server
   type Socket = import('node:net').Socket
   const CANCEL_CODE = 80877102
+  const SSL_CODE = 80877103
+  const GSSENC_CODE = 80877104
+  const PROTOCOL_3 = 196608
+  /** The heartbeat (f64, ms since the epoch) and the door card (u32 length, JSON) follow the slots. */
+  const HEARTBEAT_AT = 4 + slots * 12
+  const CARD_AT = HEARTBEAT_AT + 8
+  /** The server's thread counts as busy while its heartbeat (written every ~10 ms of a running statement) is this fresh. */
+  const BUSY_FRESH_MS = 200
   /** A connection that has sent less than a packet's length and code by then goes to the server anyway. */
   const HEAD_WAIT_MS = 1000
   const board = fs.openSync(boardPath, 'r+')
@@ -39,6 +52,111 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
   }
 
   const chunk = Buffer.alloc(64 * 1024)
+
+  type Card = {
+    seq: number
+    room: number
+    keys: [number, number][]
+    databases: Record<string, { reported: [string, string][]; logins: string[] }>
+  }
+  /** What was taken from the card of each seq: keys are never used twice, room is counted down. */
+  const used = new Set<string>()
+  const admitted = new Map<string, { seq: number; count: number }>()
+
+  /** The door card of server `key`, when the server's thread is busy now; undefined: hand the connection over. */
+  function busyCard(key: string): Card | undefined {
+    const at = Buffer.alloc(12)
+    if (fs.readSync(board, at, 0, 12, HEARTBEAT_AT) < 12) return undefined
+    const beat = at.readDoubleBE(0)
+    if (!(Date.now() - beat < BUSY_FRESH_MS)) return undefined
+    const length = at.readUInt32BE(8)
+    if (length === 0 || length > 1 << 20) return undefined
+    const text = Buffer.alloc(length)
+    if (fs.readSync(board, text, 0, length, CARD_AT + 4) < length) return undefined
+    try {
+      // A card being rewritten as it is read does not parse: the connection is handed over.
+      const cards = JSON.parse(text.toString('utf8')) as Record<string, Card>
+      return cards[key]
+    } catch {
+      return undefined
+    }
+  }
+
+  function frame(type: string, body: Buffer): Buffer {
+    const head = Buffer.alloc(5)
+    head.write(type, 0, 'latin1')
+    head.writeInt32BE(body.length + 4, 1)
+    return Buffer.concat([head, body])
+  }
+
+  function int32s(...values: number[]): Buffer {
+    const out = Buffer.alloc(values.length * 4)
+    values.forEach((v, i) => out.writeInt32BE(v | 0, i * 4))
+    return out
+  }
+
+  function cstrings(...values: string[]): Buffer {
+    return Buffer.concat(values.map((v) => Buffer.from(`${v}\0`, 'utf8')))
+  }
+
+  function startupParams(packet: Buffer): Map<string, string> | undefined {
+    const params = new Map<string, string>()
+    let at = 8
+    for (;;) {
+      const end = packet.indexOf(0, at)
+      if (end < 0) return undefined
+      if (end === at) return params
+      const name = packet.toString('utf8', at, end)
+      const valueEnd = packet.indexOf(0, end + 1)
+      if (valueEnd < 0) return undefined
+      params.set(name, packet.toString('utf8', end + 1, valueEnd))
+      at = valueEnd + 1
+    }
+  }
+
+  /**
+   * Starts a client whose startup packet is `packet` while the server is
+   * busy, and sends it to the server; false when the card does not let it
+   * in here (the caller hands it over as it came).
+   */
+  function startHere(key: string, socket: Socket, fd: number, packet: Buffer, rest: Buffer): boolean {
+    const card = busyCard(key)
+    const params = startupParams(packet)
+    if (!card || !params || params.has('replication')) return false
+    const user = params.get('user') ?? 'postgres'
+    const database = params.get('database') || user
+    const facts = card.databases[database] ?? card.databases['*']
+    if (!facts || !facts.logins.includes(user)) return false
+    const taken = admitted.get(key)
+    const count = taken?.seq === card.seq ? taken.count : 0
+    const pair = card.keys.find(([pid]) => !used.has(`${key}:${pid}`))
+    if (!pair || count >= card.room) return false
+    used.add(`${key}:${pair[0]}`)
+    admitted.set(key, { seq: card.seq, count: count + 1 })
+    const told = new Map(facts.reported)
+    if (told.has('application_name')) told.set('application_name', params.get('application_name') ?? '')
+    const encoding = params.get('client_encoding')
+    if (encoding !== undefined) told.set('client_encoding', /^(utf-?8|unicode)$/i.test(encoding) ? 'UTF8' : encoding.toUpperCase())
+    const reply = Buffer.concat([
+      frame('R', int32s(0)),
+      ...[...told].map(([name, value]) => frame('S', cstrings(name, value))),
+      frame('K', int32s(pair[0], pair[1])),
+      frame('Z', Buffer.from('I')),
+    ])
+    try {
+      fs.writeSync(fd, reply)
+    } catch {
+      socket.destroy()
+      return true
+    }
+    if (!socket.destroyed) {
+      send(
+        { type: 'started', key, head: rest.toString('base64'), processId: pair[0], secret: pair[1], params: [...params], told: [...told] },
+        socket,
+      )
+    }
+    return true
+  }
 
   /**
    * Reads the connection's first bytes from its descriptor, never through
@@ -65,7 +183,30 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
       if (read === 0) return void socket.destroy()
       if (read > 0) head = Buffer.concat([head, chunk.subarray(0, read)])
       const isCancel = head.length >= 8 && head.readInt32BE(0) === 16 && head.readInt32BE(4) === CANCEL_CODE
-      if (head.length >= 8 && !isCancel) return handOff(key, socket, head)
+      if (head.length >= 8 && !isCancel) {
+        const length = head.readInt32BE(0)
+        const code = head.readInt32BE(4)
+        if (length === 8 && (code === SSL_CODE || code === GSSENC_CODE) && busyCard(key)) {
+          // No TLS or GSS on this server (as its own answer): the client goes on in the clear.
+          try {
+            fs.writeSync(fd, Buffer.from('N'))
+          } catch {
+            return void socket.destroy()
+          }
+          head = head.subarray(8)
+          setTimeout(step, 0)
+          return
+        }
+        if (code !== PROTOCOL_3 || length < 8 || length > 10_000) return handOff(key, socket, head)
+        if (head.length >= length) {
+          if (!startHere(key, socket, fd, head.subarray(0, length), head.subarray(length))) handOff(key, socket, head)
+          return
+        }
+        // The rest of the startup packet is on its way.
+        if (Date.now() >= deadline) return handOff(key, socket, head)
+        setTimeout(step, read > 0 ? 0 : 1)
+        return
+      }
       if (isCancel && head.length >= 16) {
         const pid = head.readUInt32BE(8)
         const secret = head.readUInt32BE(12)

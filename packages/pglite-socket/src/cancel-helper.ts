@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs'
 import type { Server, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,6 +13,34 @@ const BOARD_BYTES = 4 + SLOTS * 12
 const START_TIMEOUT_MS = 3_000
 /** How long the helper outlives the last server it helps, for one that starts soon after. */
 const LINGER_MS = 2_000
+/** After the slots: the heartbeat of a running statement (f64 ms), then the door card (u32 length, JSON). */
+const HEARTBEAT_AT = BOARD_BYTES
+const CARD_AT = HEARTBEAT_AT + 8
+/** A heartbeat this long after the last one starts a new busy spell: the door card is written again first. */
+const NEW_SPELL_MS = 50
+
+/**
+ * What the helper may let in while the server's thread runs a statement,
+ * per database name (`*`: any name): the settings a client there was last
+ * told at startup, and the roles that may log in.
+ */
+export interface DoorCard {
+  /** Clients the server can still take. */
+  readonly room: number
+  /** Cancel keys reserved for clients started by the helper (process id, secret). */
+  readonly keys: readonly (readonly [number, number])[]
+  readonly databases: Readonly<Record<string, { readonly reported: readonly (readonly [string, string])[]; readonly logins: readonly string[] }>>
+}
+
+/** A client the helper started while the server was busy. */
+export interface StartedClient {
+  readonly processId: number
+  readonly secret: number
+  /** Its startup packet's parameters. */
+  readonly params: ReadonlyMap<string, string>
+  /** The settings it was told (ParameterStatus). */
+  readonly told: ReadonlyMap<string, string>
+}
 
 /** What the helper hands to one server. */
 export interface HelpedServer {
@@ -20,6 +48,10 @@ export interface HelpedServer {
   connection(socket: Socket, head: Uint8Array): void
   /** A CancelRequest, for a statement that waits for the engine (see {@link CancelHelper.canceledWhileRunning} for one that runs). */
   cancel(processId: number, secret: number): void
+  /** Whom the helper may start while the server is busy; undefined: nobody (it hands every connection over). */
+  door(): DoorCard | undefined
+  /** A connection the helper started (it has had ReadyForQuery), with what it sent since. */
+  started(socket: Socket, head: Uint8Array, client: StartedClient): void
 }
 
 type HelperMessage =
@@ -27,6 +59,7 @@ type HelperMessage =
   | { type: 'serving' | 'closed'; key: string }
   | { type: 'connection'; key: string; head: string }
   | { type: 'cancel'; key: string; seq: number; pid: number; secret: number }
+  | { type: 'started'; key: string; head: string; processId: number; secret: number; params: [string, string][]; told: [string, string][] }
 
 /**
  * While the engine runs a statement, the server's thread reads no socket:
@@ -104,6 +137,10 @@ export class CancelHelper {
   readonly #viaBoard = new Set<number>()
   #linger: ReturnType<typeof setTimeout> | undefined
   #gone = false
+  /** When the heartbeat was last written, and the door card's sequence number. */
+  #lastBeat = 0
+  #cardSeq = 0
+  readonly #beat = Buffer.alloc(8)
 
   private constructor(child: ChildProcess, board: number) {
     this.#child = child
@@ -146,7 +183,9 @@ export class CancelHelper {
    * only reads a file.
    */
   canceledWhileRunning(processId: number, secret: number): boolean {
-    if (this.#gone || readSync(this.#board, this.#read, 0, 4, 0) < 4) return false
+    if (this.#gone) return false
+    this.#heartbeat()
+    if (readSync(this.#board, this.#read, 0, 4, 0) < 4) return false
     const count = this.#read.readUInt32BE(0)
     if (count === this.#scanned) return false
     readSync(this.#board, this.#read, 4, BOARD_BYTES - 4, 4)
@@ -164,6 +203,33 @@ export class CancelHelper {
     return hit
   }
 
+  /**
+   * Tells the helper that this thread runs a statement (it is asked every
+   * ~10 ms while one runs): at the start of a spell, with the door card of
+   * every server it helps, so that new clients get in meanwhile.
+   */
+  #heartbeat(): void {
+    const now = Date.now()
+    if (now - this.#lastBeat > NEW_SPELL_MS) this.#writeCard()
+    this.#lastBeat = now
+    this.#beat.writeDoubleBE(now, 0)
+    writeSync(this.#board, this.#beat, 0, 8, HEARTBEAT_AT)
+  }
+
+  #writeCard(): void {
+    const cards: Record<string, DoorCard & { seq: number }> = {}
+    const seq = ++this.#cardSeq
+    for (const [key, target] of this.#servers) {
+      const card = target.door()
+      if (card) cards[key] = { seq, ...card }
+    }
+    const text = Buffer.from(JSON.stringify(cards))
+    const length = Buffer.alloc(4)
+    length.writeUInt32BE(text.length, 0)
+    writeSync(this.#board, text, 0, text.length, CARD_AT + 4)
+    writeSync(this.#board, length, 0, 4, CARD_AT)
+  }
+
   #receive(message: HelperMessage, handle: Socket | undefined): void {
     switch (message.type) {
       case 'ready':
@@ -179,6 +245,14 @@ export class CancelHelper {
           return
         }
         target.connection(handle, Buffer.from(message.head, 'base64'))
+        return
+      }
+      case 'started': {
+        const target = this.#servers.get(message.key)
+        if (!handle) return
+        if (!target) return void handle.destroy()
+        const client = { processId: message.processId, secret: message.secret, params: new Map(message.params), told: new Map(message.told) }
+        target.started(handle, Buffer.from(message.head, 'base64'), client)
         return
       }
       case 'cancel': {

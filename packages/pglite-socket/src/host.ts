@@ -227,11 +227,33 @@ export class DatabaseHost implements SessionHost {
       db.catch(() => this.#others.delete(name))
     }
     const mux = multiplexerFor(await db)
+    this.#loaded.set(name, mux)
     this.#users.set(name, (this.#users.get(name) ?? 0) + 1)
     clearTimeout(this.#unloadTimers.get(name))
     this.#unloadTimers.delete(name)
     return mux
   }
+
+  /**
+   * What the cancel helper may let in while this thread runs a statement,
+   * by database name (`*`: any name is the main database): databases that
+   * are loaded and have had a client. None with a password: the helper does
+   * not authenticate.
+   */
+  doorFacts(): Record<string, { reported: [string, string][]; logins: string[] }> {
+    const out: Record<string, { reported: [string, string][]; logins: string[] }> = {}
+    if (this.password !== undefined) return out
+    const main = multiplexerFor(this.#main).doorFacts()
+    if (main) out[this.#anyName ? '*' : this.#mainName] = main
+    for (const [name, mux] of this.#loaded) {
+      const facts = this.#users.has(name) ? mux.doorFacts() : undefined
+      if (facts) out[name] = facts
+    }
+    return out
+  }
+
+  /** The multiplexers of the other databases that are loaded, by name. */
+  readonly #loaded = new Map<string, Multiplexer>()
 
   /** A client of database `name` (one {@link database} returned) is gone, its cleanup done. */
   left(name: string): void {
@@ -266,6 +288,7 @@ export class DatabaseHost implements SessionHost {
         this.#archives.set(name, await dump.call(db, 'gzip'))
       }
       this.#others.delete(name)
+      this.#loaded.delete(name)
       await db.close()
     } catch (err) {
       this.log(`database ${name}: unloading it failed, it stays loaded: ${String(err)}`)
@@ -288,6 +311,7 @@ export class DatabaseHost implements SessionHost {
 
   dropped(name: string): void {
     this.#archives.delete(name)
+    this.#loaded.delete(name)
     const db = this.#others.get(name)
     if (!db) return
     this.#others.delete(name)

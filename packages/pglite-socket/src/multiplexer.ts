@@ -300,6 +300,7 @@ export class Multiplexer {
         if (rows) this.#roles = { catalog: lease.catalogChanges, canLogin: new Map(rows.map(([name, login]) => [name!, login === 'true'])) }
       }
       const reported = readReported(lease)
+      if (reported) this.#lastReported = reported
       client.reportDue = false
       return { role: this.#loginRole(user), reported }
     })
@@ -313,6 +314,23 @@ export class Multiplexer {
       clearTimeout(timer)
       read.catch(() => {})
     }
+  }
+
+  /** The settings the last client to log in was told. */
+  #lastReported: ReportedSettings | undefined
+
+  /**
+   * What the cancel helper needs to start a client here while the engine
+   * runs a statement: the settings the last client was told (what differs
+   * for a new one is reported to it afterwards) and the roles that may log
+   * in; undefined before a login read them.
+   */
+  doorFacts(): { reported: [string, string][]; logins: string[] } | undefined {
+    const roles = this.#roles
+    if (!roles || !this.#lastReported) return undefined
+    const logins: string[] = []
+    for (const [name, canLogin] of roles.canLogin) if (canLogin) logins.push(name)
+    return { reported: [...this.#lastReported], logins }
   }
 
   #loginRole(user: string): LoginRole {

@@ -2,10 +2,10 @@ import { EventEmitter } from 'node:events'
 import { chmod, lstat, mkdir, stat, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
-import { CancelHelper } from './cancel-helper.js'
+import { CancelHelper, type DoorCard, type StartedClient } from './cancel-helper.js'
 import { DatabaseHost, type HostOptions } from './host.js'
 import { peerLeft, peerMayBeInProcess, readNow, socketFd } from './socket-now.js'
-import { Session, type Transport } from './session.js'
+import { newProcessKey, Session, type Transport } from './session.js'
 import { errorResponse } from './wire.js'
 
 export interface PGliteServerOptions extends HostOptions {
@@ -42,6 +42,8 @@ export interface PGliteServerOptions extends HostOptions {
 
 /** Below this a client's unread output is not worth adding up with the others'. */
 const UNREAD_SUM_FROM = 4 * 1024 * 1024
+/** Clients the cancel helper can start in one busy spell before the rest wait (each needs a cancel key reserved here). */
+const DOOR_KEYS = 8
 
 export type ServerAddress = { readonly host: string; readonly port: number } | { readonly path: string }
 
@@ -191,6 +193,15 @@ export class PGliteServer extends EventEmitter {
           this.#accept(socket, head)
         },
         cancel: (processId, secret) => this.#host.cancel(processId, secret),
+        door: () => this.#door(),
+        started: (socket, head, client) => {
+          const reserved = this.#doorKeys.findIndex(([pid, secret]) => pid === client.processId && secret === client.secret)
+          // Only a key this server reserved for the helper.
+          if (this.#server !== server || reserved < 0) return void socket.destroy()
+          this.#doorKeys.splice(reserved, 1)
+          socket.setNoDelay(true)
+          this.#accept(socket, head, client)
+        },
       })
       .catch((err: unknown) => {
         this.#warn(`a running statement cannot be canceled: ${err instanceof Error ? err.message : String(err)}`)
@@ -211,8 +222,25 @@ export class PGliteServer extends EventEmitter {
     await unhelp?.()
   }
 
-  /** A new connection; `head`: what the cancel helper already read of it. */
-  #accept(socket: Socket, head?: Uint8Array): void {
+  /** Cancel keys the helper may give clients it starts while this thread runs a statement. */
+  readonly #doorKeys: (readonly [number, number])[] = []
+
+  #door(): DoorCard | undefined {
+    const databases = this.#host.doorFacts()
+    if (Object.keys(databases).length === 0) return undefined
+    while (this.#doorKeys.length < DOOR_KEYS) {
+      const key = newProcessKey()
+      this.#doorKeys.push([key.processId, key.secret])
+    }
+    const room = (this.#options.maxConnections ?? 100) - this.#sessions.size
+    return { room, keys: this.#doorKeys, databases }
+  }
+
+  /**
+   * A new connection; `head`: what the cancel helper already read of it;
+   * `started`: the helper started it while this thread ran a statement.
+   */
+  #accept(socket: Socket, head?: Uint8Array, started?: StartedClient): void {
     const max = this.#options.maxConnections ?? 100
     this.#sockets.add(socket)
     socket.once('close', () => this.#sockets.delete(socket))
@@ -226,7 +254,9 @@ export class PGliteServer extends EventEmitter {
     }
     const maxUnread = this.#options.maxUnreadBytes ?? 256 * 1024 * 1024
     const maxUnreadTotal = this.#options.maxUnreadBytesTotal ?? 1024 * 1024 * 1024
-    const session = new Session(this.#host, {
+    const session = new Session(
+      this.#host,
+      {
       write: (bytes) => {
         if (socket.destroyed) return
         socket.write(bytes)
@@ -259,7 +289,9 @@ export class PGliteServer extends EventEmitter {
           socket.on('drain', done)
           socket.on('close', done)
         }),
-    })
+      },
+      started,
+    )
     this.#sessions.add(session)
     this.emit('connection', session.processId)
     if (head && head.length > 0) session.receive(head)

@@ -24,7 +24,7 @@ import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from './script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from './lock-wait.js'
 import { splitIfCopyFromClient, type SqlStatement } from './sql-split.js'
-import { readStartupRequest, startupReply } from './startup.js'
+import { readStartupRequest, startupFromParams, startupReply } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from './reported-settings.js'
 import { dollarQuote, NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
 import {
@@ -176,6 +176,23 @@ const MAX_DEFERRED_BYTES = 16 * 1024 * 1024
 
 let nextProcessId = 1000
 
+/** A process id and cancel secret for a new client, unique in this process. */
+export function newProcessKey(): { readonly processId: number; readonly secret: number } {
+  return { processId: nextProcessId++, secret: randomInt(1, 0x7fffffff) }
+}
+
+/**
+ * A client the cancel helper started while the server's thread ran a
+ * statement: it already has its AuthenticationOk, ParameterStatus (`told`),
+ * cancel key and ReadyForQuery.
+ */
+export interface StartedElsewhere {
+  readonly processId: number
+  readonly secret: number
+  readonly params: ReadonlyMap<string, string>
+  readonly told: ReadonlyMap<string, string>
+}
+
 const ignore = (): void => {}
 const SYNC = new Uint8Array([0x53 /* S */, 0, 0, 0, 4])
 
@@ -216,24 +233,11 @@ const TRANSACTION_STOP_GRACE_MS = 100
  * the next batch.
  */
 export class Session implements MuxClient {
-  readonly processId = nextProcessId++
-  readonly leaseClient: LeaseClient = {
-    id: this.processId,
-    pid: this.processId,
-    checkUtility: clientUtilityRules(this.processId, {
-      heard: (kind, channel) => {
-        // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
-        this.#listens?.heard(kind, channel)
-        this.#batchListens = true
-      },
-      // A function's set_config() or dynamic SET: the settings are read after the batch.
-      settingChanged: () => (this.#splitter.meaningMayChange = true),
-    }),
-    signalOther: (pid, signal) => this.#host.signal(pid, signal),
-  }
+  readonly processId: number
+  readonly leaseClient: LeaseClient
   /** The server's cap on one request of this client (MuxClient). */
   readonly timeLimitMs: number | undefined
-  readonly secret = randomInt(1, 0x7fffffff)
+  readonly secret: number
   /**
    * MuxClient: a CancelRequest, or the client leaving, stops its running
    * statement (never the cleanup that runs for it once it has left).
@@ -312,7 +316,25 @@ export class Session implements MuxClient {
   #syncTimer: ReturnType<typeof setTimeout> | undefined
   #cleanedUp: Promise<void> | undefined
 
-  constructor(host: SessionHost, transport: Transport) {
+  /** `started`: a client the cancel helper started while this thread was busy (it skips startup). */
+  constructor(host: SessionHost, transport: Transport, started?: StartedElsewhere) {
+    const key = started ?? newProcessKey()
+    this.processId = key.processId
+    this.secret = key.secret
+    this.leaseClient = {
+      id: this.processId,
+      pid: this.processId,
+      checkUtility: clientUtilityRules(this.processId, {
+        heard: (kind, channel) => {
+          // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
+          this.#listens?.heard(kind, channel)
+          this.#batchListens = true
+        },
+        // A function's set_config() or dynamic SET: the settings are read after the batch.
+        settingChanged: () => (this.#splitter.meaningMayChange = true),
+      }),
+      signalOther: (pid, signal) => this.#host.signal(pid, signal),
+    }
     this.#host = host
     this.#transport = transport
     this.#input = new FrameReader(host.maxMessageBytes)
@@ -328,6 +350,10 @@ export class Session implements MuxClient {
       // PostgreSQL's authentication_timeout: a stalled startup must not keep a connection slot.
       this.#authTimer = setTimeout(() => this.#close(), host.authenticationTimeoutMs)
       this.#authTimer.unref?.()
+    }
+    if (started) {
+      this.#told = started.told
+      this.#begin(started.params)
     }
   }
 
@@ -370,6 +396,8 @@ export class Session implements MuxClient {
   reportDue = false
   /** The reported settings as this client was last told them (reported-settings.ts). */
   #reported: ReportedSettings = new Map()
+  /** What the cancel helper told this client at startup, until the server has read the real values. */
+  #told: ReportedSettings | undefined
   /** A reported setting changed inside the open transaction block: its end (or a rollback to a savepoint) may change it back. */
   #reportInTransaction = false
 
@@ -466,22 +494,32 @@ export class Session implements MuxClient {
         this.#fatal('0A000', `unsupported frontend protocol ${request.version}: server supports 3.0`)
         return false
       case 'startup':
-        this.#user = request.user
-        this.#applicationName = request.applicationName
-        // Its startup parameters are its first settings (put on the session with its first batch).
-        this.settings = startupSettings(request.params)
-        this.#database = request.database
-        this.#host.log(`session ${this.processId}: startup user=${request.user} database=${request.database}`)
         if (this.#host.password !== undefined) {
+          this.#takeStartup(request)
           // Nothing that costs the server (an instance for a new database name) before the password.
           this.#auth = new Authenticator(this.#host.authMethod, this.#host.password, this.#user)
           this.#state = 'auth'
           this.#transport.write(this.#auth.begin())
           return true
         }
-        void this.#attach()
+        this.#begin(request.params)
         return false
     }
+  }
+
+  /** Takes a startup packet's parameters and attaches to its database (no password asked). */
+  #begin(params: ReadonlyMap<string, string>): void {
+    this.#takeStartup(startupFromParams(params))
+    void this.#attach()
+  }
+
+  #takeStartup(request: { readonly user: string; readonly database: string; readonly applicationName: string; readonly params: ReadonlyMap<string, string> }): void {
+    this.#user = request.user
+    this.#applicationName = request.applicationName
+    // Its startup parameters are its first settings (put on the session with its first batch).
+    this.settings = startupSettings(request.params)
+    this.#database = request.database
+    this.#host.log(`session ${this.processId}: startup user=${request.user} database=${request.database}${this.#told ? ' (started by the cancel helper)' : ''}`)
   }
 
   async #attach(): Promise<void> {
@@ -520,7 +558,7 @@ export class Session implements MuxClient {
     } catch {
       facts = undefined // The engine died: the first batch reports it.
     }
-    this.#reported = facts?.reported ?? assumedReported(user, this.#applicationName, this.#host.serverVersion)
+    this.#reported = facts?.reported ?? this.#told ?? assumedReported(user, this.#applicationName, this.#host.serverVersion)
     // The in-process bridge is the embedding application itself, under any name.
     if (this.#transport.remoteAddress === undefined) return undefined
     if (facts?.role === 'missing') return `role "${user}" does not exist`
@@ -532,7 +570,10 @@ export class Session implements MuxClient {
     this.#state = 'ready'
     if (this.#authTimer) clearTimeout(this.#authTimer)
     this.#authTimer = undefined
-    this.#transport.write(startupReply(this.#reported, this.processId, this.secret))
+    const told = this.#told
+    this.#told = undefined
+    // A client the cancel helper started has had its startup reply: it hears only what was told wrong.
+    this.#transport.write(told ? reportChanges(told, this.#reported) : startupReply(this.#reported, this.processId, this.secret))
   }
 
   async #readAuth(): Promise<boolean> {

@@ -30,7 +30,11 @@ export function readStartupRequest(packet: Uint8Array): StartupRequest {
   if (code === StartupCode.SSL || code === StartupCode.GSSENC) return { kind: 'encryption' }
   if (code === StartupCode.Cancel) return { kind: 'cancel', processId: readInt32(packet, 8), secret: readInt32(packet, 12) }
   if (code !== StartupCode.Protocol3) return { kind: 'unsupported', version: `${code >>> 16}.${code & 0xffff}` }
-  const params = readStartupParams(packet)
+  return startupFromParams(readStartupParams(packet))
+}
+
+/** The user, database and application name a StartupMessage's parameters name (the database defaults to the user's name). */
+export function startupFromParams(params: ReadonlyMap<string, string>): Extract<StartupRequest, { kind: 'startup' }> {
   const user = params.get('user') ?? 'postgres'
   return { kind: 'startup', user, database: params.get('database') || user, applicationName: params.get('application_name') ?? '', params }
 }

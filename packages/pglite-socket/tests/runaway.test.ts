@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Cli, backendKey, sendCancelRequest, within } from './helpers.js'
+import { Cli, backendKey, hasProgram, libpqEnv, run, sendCancelRequest, within } from './helpers.js'
 
 /*
  * Statements that compute without calling out of the engine (issue
@@ -93,6 +93,80 @@ describe('runaway statements through the server', () => {
       }
     })
   }
+})
+
+describe('new clients while a statement computes', () => {
+  let cli: Cli
+  let url: string
+  let port: number
+
+  beforeAll(async () => {
+    ;({ cli, url } = await serveTable([]))
+    port = Number(new URL(url).port)
+  }, 120_000)
+
+  afterAll(() => cli?.kill())
+
+  /** Whether `promise` is still pending after the event loop turns once. */
+  async function pending(promise: Promise<unknown>): Promise<boolean> {
+    const marker = Symbol('pending')
+    return (await Promise.race([promise.then(() => undefined), new Promise((resolve) => setImmediate(() => resolve(marker)))])) === marker
+  }
+
+  it('connect and authenticate (pg, psql) while another client loops; their queries run once it is canceled, with their own cancel keys and settings', async () => {
+    const looper = new pg.Client({ connectionString: url })
+    looper.on('error', () => {})
+    await looper.connect()
+    const newcomer = new pg.Client({ connectionString: url, application_name: 'newcomer' })
+    newcomer.on('error', () => {})
+    try {
+      const loop = outcome(looper.query('do $$ begin loop end loop; end $$'))
+      await sleep(300)
+      await within(newcomer.connect(), 10_000, 'a new client to connect while the loop runs')
+      // In, while the loop still holds the server's thread.
+      expect(await pending(loop)).toBe(true)
+      const key = backendKey(newcomer)
+      expect(key.processId).not.toBe(backendKey(looper).processId)
+      if (hasProgram('psql')) {
+        const psql = await run('psql', ['-X', '-w', '-c', '\\conninfo', url], { timeoutMs: 20_000, env: libpqEnv() })
+        expect(psql).toMatchObject({ code: 0 })
+        expect(psql.stdout).toMatch(/You are connected to database "postgres"/)
+        expect(await pending(loop)).toBe(true)
+      }
+      const waiting = newcomer.query<{ n: number; app: string; pid: number }>(`select 6 * 7 as n, current_setting('application_name') as app, pg_backend_pid() as pid`)
+      await sleep(200)
+      expect(await pending(waiting)).toBe(true)
+
+      // The loop's own key stops it; the newcomer's query then runs as its own session.
+      const { processId, secret } = backendKey(looper)
+      await sendCancelRequest(port, processId, secret)
+      expect(await within(loop, 20_000, 'the canceled loop')).toMatchObject({ code: '57014' })
+      expect((await within(waiting, 20_000, "the newcomer's query")).rows).toEqual([{ n: 42, app: 'newcomer', pid: key.processId }])
+      expect((await looper.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
+    } finally {
+      await newcomer.end().catch(() => {})
+      await looper.end().catch(() => {})
+    }
+  })
+
+  it('a role that may not log in still gets FATAL 28000, once the statement ends', async () => {
+    const looper = new pg.Client({ connectionString: url })
+    looper.on('error', () => {})
+    await looper.connect()
+    try {
+      const loop = outcome(looper.query(`set statement_timeout = '1500ms'; do $$ begin loop end loop; end $$`))
+      await sleep(300)
+      const asStranger = new URL(url)
+      asStranger.username = 'nobody_here'
+      const stranger = new pg.Client({ connectionString: asStranger.href })
+      stranger.on('error', () => {})
+      const refused = outcome(stranger.connect())
+      expect(await within(loop, 20_000, 'the timed-out loop')).toMatchObject({ code: '57014' })
+      expect(await within(refused, 20_000, 'the refused login')).toMatchObject({ code: '28000', message: 'role "nobody_here" does not exist' })
+    } finally {
+      await looper.end().catch(() => {})
+    }
+  })
 })
 
 describe('a server killed while a statement runs', () => {
