@@ -13,6 +13,7 @@ import {
   VOID,
   LOAD_ALIGNED,
   RETURNS_I32,
+  RETURNS_NOTHING,
   SECTION_TYPE,
   SECTION_IMPORT,
   SECTION_FUNCTION,
@@ -46,18 +47,22 @@ import {
  * never does, so no timeout or cancel could reach it.
  *
  * So before compiling, every read of `InterruptPending` in the engine's code
- * is replaced by a call to one small function added to the module: it
- * counts down a global and, once every {@link POLL_EVERY} checks, calls the
- * engine's own `emscripten_date_now` import, which is where the host
- * delivers alarms, deadlines and cancels (alarms.ts). It then reads the flag
- * as the original code did. The rewrite keeps every byte length and every
- * index of the module (the call is padded with `nop` to the width of the
- * read it replaces; the function, its type and its global are appended), so
- * function pointers and the static data stay where they were. The function
- * is also put in the function table, one slot past the build's own entries,
- * so that side modules (PL/pgSQL's `loop end loop` lives in `plpgsql.so`)
- * reach it: their reads of the flag (through the `GOT.mem.InterruptPending`
- * global) become a call of an appended function that calls that slot.
+ * gets a countdown in front of it: a global is counted down at each check,
+ * and once every {@link POLL_EVERY} checks a small function appended to the
+ * module (the tick) calls the engine's own `emscripten_date_now` import,
+ * which is where the host delivers alarms, deadlines and cancels
+ * (alarms.ts). The flag is then read as the original code did. The
+ * countdown is written inline, not as a call: Node 20's V8 does not inline
+ * small wasm functions, and a call at each check cost CPU-bound statements
+ * 4-15% against 2-9% inline (docs/engine.md). Function bodies grow (wasm
+ * code refers to no byte offset of code); every index of the module stays
+ * (the two functions, their types and the global are appended), so
+ * function pointers and the static data stay where they were. The same
+ * check as a function returning the flag (the poll function) is put in the
+ * function table, one slot past the build's own entries, so that side
+ * modules (PL/pgSQL's `loop end loop` lives in `plpgsql.so`) reach it:
+ * their reads of the flag (through the `GOT.mem.InterruptPending` global)
+ * become a call of an appended function that calls that slot.
  *
  * A single-threaded engine needs nothing else: no shared memory, no
  * watchdog thread, in every runtime (Node, browser pages with or without
@@ -130,10 +135,20 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
     }
   }
 
-  const pollFunction = imports.functions + countOf(input, section(SECTION_FUNCTION))
+  // Two functions are appended: the tick (the slow path of an inlined check)
+  // and, last, the poll function that side modules call through the table.
+  const defined = countOf(input, section(SECTION_FUNCTION))
+  const tickFunction = imports.functions + defined
+  const pollFunction = tickFunction + 1
+  const types = countOf(input, section(SECTION_TYPE))
   const countdown = imports.globals + definedGlobals
   const read = [I32_CONST, ...sleb32(interruptPending), ...LOAD_ALIGNED]
-  const call = [CALL, ...uleb(pollFunction)]
+  // if (countdown == 0) tick(); countdown -= 1; then the read as it was
+  const check = [
+    GLOBAL_GET, ...uleb(countdown), I32_EQZ, IF, VOID, CALL, ...uleb(tickFunction), END,
+    GLOBAL_GET, ...uleb(countdown), I32_CONST, 1, I32_SUB, GLOBAL_SET, ...uleb(countdown),
+    ...read,
+  ]
 
   // The poll function goes at the end of the first element segment (active,
   // table 0, at a constant offset); the table grows by the one slot.
@@ -157,29 +172,90 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
   if (maximum !== undefined && maximum <= pollSlot) throw new Error('the engine\'s function table cannot take the poll function')
   const tablePayload = [1, 0x70, limits, ...uleb(Math.max(minimum, pollSlot + 1)), ...(maximum === undefined ? [] : uleb(maximum))]
 
-  // countdown -= 1; if (countdown == 0) { countdown = every; drop(emscripten_date_now()) } return InterruptPending
-  const body = functionBody([
-    GLOBAL_GET, ...uleb(countdown), I32_CONST, 1, I32_SUB, GLOBAL_SET, ...uleb(countdown),
-    GLOBAL_GET, ...uleb(countdown), I32_EQZ,
-    IF, VOID,
-    I32_CONST, ...sleb32(every), GLOBAL_SET, ...uleb(countdown),
-    CALL, ...uleb(dateNow), DROP,
-    END,
-    ...read,
-  ])
+  // countdown = every; drop(emscripten_date_now())
+  const tick = functionBody([I32_CONST, ...sleb32(every), GLOBAL_SET, ...uleb(countdown), CALL, ...uleb(dateNow), DROP])
+  // The same check as a function returning the flag, for side modules.
+  const poll = functionBody(check)
+  const { code, sites } = inlineChecks(input, section(SECTION_CODE), read, check, [tick, poll])
+  if (sites === 0) throw new Error('found no interrupt check in the engine binary')
   const replacements = new Map<number, Uint8Array[]>([
-    [SECTION_TYPE, grown(input, section(SECTION_TYPE), RETURNS_I32)],
-    [SECTION_FUNCTION, grown(input, section(SECTION_FUNCTION), uleb(countOf(input, section(SECTION_TYPE))))],
+    [SECTION_TYPE, grown(input, section(SECTION_TYPE), RETURNS_I32, RETURNS_NOTHING)],
+    [SECTION_FUNCTION, grown(input, section(SECTION_FUNCTION), uleb(types + 1), uleb(types))],
     [SECTION_TABLE, sectionOf(SECTION_TABLE, [Uint8Array.from(tablePayload)])],
     // mut i32 = every
     [SECTION_GLOBAL, grown(input, section(SECTION_GLOBAL), [0x7f, 1, I32_CONST, ...sleb32(every), END])],
     [SECTION_ELEMENT, newElement],
-    [SECTION_CODE, grown(input, section(SECTION_CODE), body)],
+    [SECTION_CODE, code],
   ])
-  const { bytes, code } = rebuild(input, list, replacements)
-  const sites = patchReads(code, read, call)
-  if (sites === 0) throw new Error('found no interrupt check in the engine binary')
+  const { bytes } = rebuild(input, list, replacements)
   return { bytes, sites, pollSlot }
+}
+
+/**
+ * The code section with every `read` inside a function body replaced by
+ * `check` (bodies grow; nothing in wasm code refers to a byte offset of
+ * code, so only their sizes change), and `appended` bodies added.
+ */
+function inlineChecks(input: Uint8Array, code: Section, read: readonly number[], check: readonly number[], appended: readonly (readonly number[])[]): { code: Uint8Array[]; sites: number } {
+  const reader = new Reader(input, code.start)
+  const count = reader.uleb()
+  const parts: Uint8Array[] = [Uint8Array.from(uleb(count + appended.length))]
+  const replacement = Uint8Array.from(check)
+  const all = findReads(input, reader.at, code.end, read)
+  let next = 0
+  let sites = 0
+  for (let i = 0; i < count; i++) {
+    const sizeAt = reader.at
+    const size = reader.uleb()
+    const start = reader.at
+    const end = start + size
+    reader.at = end
+    const found: number[] = []
+    while (next < all.length && all[next]! < end) {
+      const at = all[next++]!
+      if (at >= start && at + read.length <= end) found.push(at)
+    }
+    if (found.length === 0) {
+      parts.push(input.subarray(sizeAt, end))
+      continue
+    }
+    sites += found.length
+    parts.push(Uint8Array.from(uleb(size + found.length * (check.length - read.length))))
+    let from = start
+    for (const at of found) {
+      parts.push(input.subarray(from, at), replacement)
+      from = at + read.length
+    }
+    parts.push(input.subarray(from, end))
+  }
+  for (const body of appended) parts.push(Uint8Array.from(body))
+  return { code: sectionOf(SECTION_CODE, parts), sites }
+}
+
+/**
+ * Where `read` occurs in `bytes[start, end)`. The search anchors on the
+ * read's first address byte, which is rare in code (about 11,000 times in
+ * 9 MB, against 500,000 for the `i32.const` opcode), so the native
+ * `indexOf` does most of the work: a few ms for the engine.
+ */
+function findReads(bytes: Uint8Array, start: number, end: number, read: readonly number[]): number[] {
+  const found: number[] = []
+  const anchor = read[1] as number
+  for (let at = bytes.indexOf(anchor, start + 1); at >= 0 && at < end; at = bytes.indexOf(anchor, at + 1)) {
+    const from = at - 1
+    if (from + read.length > end) break
+    let same = true
+    for (let k = 0; k < read.length; k++) {
+      if (bytes[from + k] !== read[k]) {
+        same = false
+        break
+      }
+    }
+    if (!same) continue
+    found.push(from)
+    at = from + read.length - 1
+  }
+  return found
 }
 
 /**
@@ -257,29 +333,12 @@ function rewriteSideModule(input: Uint8Array, pollSlot: number): Uint8Array {
   return patchReads(entries, read, call) === 0 ? input : bytes
 }
 
-/**
- * Replaces each `read` in `code` by `call` padded with `nop`s. The search
- * anchors on the read's first address byte, which is rare in code (about
- * 11,000 times in 9 MB, against 500,000 for the `i32.const` opcode), so
- * the native `indexOf` does most of the work: about 3 ms for the engine.
- */
+/** Replaces each `read` in `code` by `call` padded with `nop`s (the side modules' reads: their code keeps its size). */
 function patchReads(code: Uint8Array, read: readonly number[], call: readonly number[]): number {
-  let sites = 0
-  const anchor = read[1] as number
-  for (let at = code.indexOf(anchor, 1); at >= 0; at = code.indexOf(anchor, at + 1)) {
-    const from = at - 1
-    let same = true
-    for (let k = 0; k < read.length; k++) {
-      if (code[from + k] !== read[k]) {
-        same = false
-        break
-      }
-    }
-    if (!same) continue
+  const found = findReads(code, 0, code.length, read)
+  for (const from of found) {
     code.set(call, from)
     code.fill(NOP, from + call.length, from + read.length)
-    sites++
-    at = from + read.length - 1
   }
-  return sites
+  return found.length
 }

@@ -22,6 +22,8 @@ export const VOID = 0x40
 export const LOAD_ALIGNED = [I32_LOAD, 2, 0]
 /** The function type `() -> i32`. */
 export const RETURNS_I32 = [0x60, 0, 1, 0x7f]
+/** The function type () -> (). */
+export const RETURNS_NOTHING = [0x60, 0, 0]
 
 export const SECTION_TYPE = 1
 export const SECTION_IMPORT = 2
@@ -196,11 +198,11 @@ export function sectionOf(id: number, payload: readonly Uint8Array[]): Uint8Arra
   return [Uint8Array.from([id, ...uleb(size)]), ...payload]
 }
 
-/** A section (header and payload) with one entry, `entry`, appended. */
-export function grown(bytes: Uint8Array, section: Section, entry: readonly number[]): Uint8Array[] {
+/** A section (header and payload) with `entries` appended, one entry each. */
+export function grown(bytes: Uint8Array, section: Section, ...entries: (readonly number[])[]): Uint8Array[] {
   const reader = new Reader(bytes, section.start)
-  const count = Uint8Array.from(uleb(reader.uleb() + 1))
-  return sectionOf(section.id, [count, bytes.subarray(reader.at, section.end), Uint8Array.from(entry)])
+  const count = Uint8Array.from(uleb(reader.uleb() + entries.length))
+  return sectionOf(section.id, [count, bytes.subarray(reader.at, section.end), ...entries.map((entry) => Uint8Array.from(entry))])
 }
 
 /** A module rebuilt from its sections, some replaced; returns it and where its code section's original entries lie. */
