@@ -1,4 +1,5 @@
-import { dollarQuote } from './session-settings.js'
+import { isWordByte } from './byte-scan.js'
+import { dollarQuote } from './quoting.js'
 import { splitStatements } from './sql-split.js'
 
 /**
@@ -32,11 +33,6 @@ export function mayNameInternal(bytes: Uint8Array, from: number, to: number): bo
     if (before === 0x22 || !isWordByte(before)) return true
   }
   return false
-}
-
-function isWordByte(b: number): boolean {
-  const c = b | 0x20
-  return (c >= 0x61 && c <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x5f || b === 0x24 || b >= 0x80
 }
 
 /**

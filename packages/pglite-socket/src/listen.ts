@@ -30,7 +30,7 @@ function channelName(raw: string): string {
 }
 
 /** A channel name quoted as an identifier. */
-export { quoteIdent as quoteChannel } from './wire.js'
+export { quoteIdent as quoteChannel } from './quoting.js'
 
 /** `DISCARD ALL` (or `DISCARD` of listens) ends every LISTEN of the backend session. */
 export function discardsListens(sql: string): boolean {

@@ -1,7 +1,7 @@
-import { dropTempRelations } from './session-objects.js'
-import { dollarQuote } from './session-settings.js'
+import { dropTempRelations } from './temp-relations.js'
+import { dollarQuote } from './quoting.js'
 import { splitStatements, type SqlStatement } from './sql-split.js'
-import { mentions } from './unnamed-cache.js'
+import { mentions } from './byte-scan.js'
 
 /**
  * `DEALLOCATE ALL`, `CLOSE ALL`, `DISCARD ALL` and `DISCARD TEMP` act on the

@@ -1,7 +1,9 @@
 import type { EngineLease } from '@pgwasm/pglite'
 import type { OthersObjects } from './own-scope.js'
-import { mentions } from './unnamed-cache.js'
-import { concat, queryMessage, quoteIdent, readRows } from './wire.js'
+import { mentions } from './byte-scan.js'
+import { quoteIdent } from './quoting.js'
+import { dropTempRelations, RELATION_KIND } from './temp-relations.js'
+import { concat, queryMessage, readRows } from './wire.js'
 
 /**
  * Temporary relations, WITH HOLD cursors and SQL-level `PREPARE`d
@@ -184,44 +186,12 @@ function readKeys(lease: EngineLease): Set<string> | undefined {
   return rows && new Set(rows.map((row) => row[0]!))
 }
 
-/** The keyword that names each kind of relation in ALTER and DROP. */
-const RELATION_KIND: Readonly<Record<string, string>> = {
-  r: 'TABLE',
-  p: 'TABLE',
-  f: 'FOREIGN TABLE',
-  v: 'VIEW',
-  m: 'MATERIALIZED VIEW',
-  S: 'SEQUENCE',
-  i: 'INDEX',
-  I: 'INDEX',
-}
-
 /** What a waiting client's relation is called meanwhile: its oid makes the name unique. */
-/** {@link RELATION_KIND} as the arms of an SQL `CASE relkind`. */
-const KIND_CASES = Object.entries(RELATION_KIND)
-  .map(([kind, keyword]) => `WHEN '${kind}' THEN '${keyword}'`)
-  .join(' ')
-
 const hiddenName = (oid: string): string => `pgwasm_hidden_${oid}`
 
 /** Each rename its own Query: one that fails (its name was taken meanwhile) does not stop the others. */
 function renames(list: readonly { kind: string; from: string; to: string }[]): Uint8Array {
   return concat(list.map(({ kind, from, to }) => queryMessage(`ALTER ${RELATION_KIND[kind] ?? 'TABLE'} pg_temp.${quoteIdent(from)} RENAME TO ${quoteIdent(to)}`)))
-}
-
-/**
- * A PL/pgSQL loop (its block declares `r record`) that drops, CASCADE, each
- * relation of the session's temporary schema that `condition` selects (on
- * `c`, its pg_class row). One already gone (a cascade took it) or that
- * cannot go is skipped, so it does not stop the others.
- */
-export function dropTempRelations(condition: string): string {
-  return (
-    `FOR r IN SELECT c.oid::pg_catalog.regclass AS name, c.relkind FROM pg_catalog.pg_class c ` +
-    `WHERE c.relnamespace = pg_catalog.pg_my_temp_schema() AND (${condition}) LOOP ` +
-    `BEGIN EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE', CASE r.relkind ${KIND_CASES} ELSE 'TABLE' END, r.name); ` +
-    `EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; `
-  )
 }
 
 function dropRelations(oids: readonly string[]): string {

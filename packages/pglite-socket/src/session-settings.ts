@@ -1,4 +1,5 @@
 import type { EngineLease } from '@pgwasm/pglite'
+import { dollarQuote } from './quoting.js'
 import { concat, decodeUtf8, forEachFrame, queryMessage, readInt32 } from './wire.js'
 
 /*
@@ -123,13 +124,6 @@ export function meaningChanges(wanted: ClientSettings, current: ClientSettings):
   for (const [name, value] of wanted) if (current.get(name) !== value && !MEANING_NEUTRAL.has(name)) return true
   for (const name of current.keys()) if (!wanted.has(name) && !MEANING_NEUTRAL.has(name)) return true
   return false
-}
-
-/** `value` between dollar quotes whose tag (`base`, lengthened) it does not contain: a client's value can never end them. */
-export function dollarQuote(value: string, base = 'v'): string {
-  let tag = base
-  while (value.includes(`$${tag}$`)) tag += 'v'
-  return `$${tag}$${value}$${tag}$`
 }
 
 /**

@@ -26,7 +26,8 @@ import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from './lock-wai
 import { splitIfCopyFromClient, type SqlStatement } from './sql-split.js'
 import { readStartupRequest, startupFromParams, startupReply } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from './reported-settings.js'
-import { dollarQuote, NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
+import { NO_SETTINGS, startupSettings, type ClientSettings } from './session-settings.js'
+import { dollarQuote } from './quoting.js'
 import {
   EXTENDED_TYPES,
   Msg,
@@ -1447,7 +1448,6 @@ const IDLE_STATES = new Map<number, string>([
   [Status.InTransaction, 'idle in transaction'],
   [Status.Failed, 'idle in transaction (aborted)'],
 ])
-
 
 /** The pid a `select pg_terminate_backend(<pid>)` names, or undefined for any other SQL. */
 function terminatedPid(sql: string): number | undefined {

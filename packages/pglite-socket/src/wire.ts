@@ -215,11 +215,6 @@ export function decodeUtf8(bytes: Uint8Array): string {
   return text.decode(bytes)
 }
 
-/** `name` as a quoted SQL identifier. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
-
 /** The text columns of the rows `message` (a Query) returns; undefined when it failed. */
 export function readRows(lease: EngineLease, message: Uint8Array): string[][] | undefined {
   const chunks: Uint8Array[] = []
