@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
-import { AUTH_METHODS, type AuthMethod } from './auth.js'
+import { AUTH_METHODS, type AuthMethod } from './session/auth.js'
 import { extensionsFor } from './cli-extensions.js'
-import { CancelHelper } from './cancel-helper.js'
-import { PGliteServer } from './server.js'
+import { CancelHelper } from './net/cancel-helper.js'
+import { PGliteServer } from './net/server.js'
 
 const HELP = `pgwasm-server: serve a pgwasm database over the PostgreSQL protocol
 

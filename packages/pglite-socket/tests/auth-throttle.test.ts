@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AuthThrottle } from '../src/auth-throttle.js'
+import { AuthThrottle } from '../src/session/auth-throttle.js'
 
 /** A clock the test moves by hand. */
 function clock(): { now: () => number; advance: (ms: number) => void } {

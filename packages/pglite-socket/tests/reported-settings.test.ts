@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { REPORTED } from '../src/reported-settings.js'
+import { REPORTED } from '../src/pooler/reported-settings.js'
 import { useServedDatabase, type TestClient } from './helpers.js'
 
 /*

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { splitIfCopyFromClient, splitStatements, transactionControl } from '../src/sql-split.js'
+import { splitIfCopyFromClient, splitStatements, transactionControl } from '../src/sql/sql-split.js'
 
 /** The statements' texts, as the server would run them. */
 function texts(sql: string): string[] {

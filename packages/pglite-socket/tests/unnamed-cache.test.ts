@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from '../src/unnamed-cache.js'
+import { UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from '../src/session/unnamed-cache.js'
 import { cstr, frame, int32 } from './helpers.js'
 
 /** Synthetic frames for the cache's batch matching; the engine-backed behaviour is in statement-cache.test.ts. */

@@ -4,9 +4,9 @@ import { dirname } from 'node:path'
 import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
 import { CancelHelper, type DoorCard, type StartedClient } from './cancel-helper.js'
 import { DatabaseHost, type HostOptions } from './host.js'
-import { peerLeft, peerMayBeInProcess, readNow, socketFd } from './socket-now.js'
-import { newProcessKey, Session, type Transport } from './session.js'
-import { errorResponse } from './wire.js'
+import { peerLeft, peerMayBeInProcess, readNow, socketFd } from '../wire/socket-now.js'
+import { newProcessKey, Session, type Transport } from '../session/session.js'
+import { errorResponse } from '../wire/wire.js'
 
 export interface PGliteServerOptions extends HostOptions {
   /** TCP host. @default '127.0.0.1' */

@@ -1,5 +1,5 @@
-import type { StatementRenamer } from './rename.js'
-import { concat, decodeUtf8 } from './wire.js'
+import type { StatementRenamer } from '../wire/rename.js'
+import { concat, decodeUtf8 } from '../wire/wire.js'
 
 const utf8 = new TextEncoder()
 /** ErrorResponse fields that may quote a statement or portal name: message, detail, hint. */

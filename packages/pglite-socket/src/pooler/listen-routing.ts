@@ -1,7 +1,7 @@
 import type { EngineLease } from '@pgwasm/pglite'
-import { discardsListens, findListenChanges, quoteChannel } from './listen.js'
+import { discardsListens, findListenChanges, quoteChannel } from '../sql/listen.js'
 import type { Multiplexer, MuxClient } from './multiplexer.js'
-import { queryMessage } from './wire.js'
+import { queryMessage } from '../wire/wire.js'
 
 /**
  * One client's LISTENs on the shared backend session: which channels the

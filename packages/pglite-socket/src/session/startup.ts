@@ -1,5 +1,5 @@
-import { reportAll, type ReportedSettings } from './reported-settings.js'
-import { StartupCode, authenticationOk, backendKeyData, concat, readInt32, readStartupParams, readyForQuery } from './wire.js'
+import { reportAll, type ReportedSettings } from '../pooler/reported-settings.js'
+import { StartupCode, authenticationOk, backendKeyData, concat, readInt32, readStartupParams, readyForQuery } from '../wire/wire.js'
 
 /**
  * What a client gets once it is in: AuthenticationOk, a ParameterStatus for

@@ -1,7 +1,7 @@
 import type { ProtocolError } from '@pgwasm/pglite'
-import { FrameReader } from './frame-reader.js'
-import { PEER_LEFT } from './socket-now.js'
-import { Msg, copyFail, unexpectedDuringCopy } from './wire.js'
+import { FrameReader } from '../wire/frame-reader.js'
+import { PEER_LEFT } from '../wire/socket-now.js'
+import { Msg, copyFail, unexpectedDuringCopy } from '../wire/wire.js'
 
 /** Reads what the client's socket holds now: bytes read, 0 for none yet, or PEER_LEFT. */
 export type ReadNow = (into: Uint8Array) => number

@@ -1,6 +1,6 @@
 import type { EngineLease } from '@pgwasm/pglite'
-import { dollarQuote } from './quoting.js'
-import { concat, decodeUtf8, forEachFrame, queryMessage, readInt32 } from './wire.js'
+import { dollarQuote } from '../sql/quoting.js'
+import { concat, decodeUtf8, forEachFrame, queryMessage, readInt32 } from '../wire/wire.js'
 
 /*
  * Each client's own session settings on the one shared session, the way a

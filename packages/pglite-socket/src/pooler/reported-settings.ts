@@ -1,5 +1,5 @@
 import type { EngineLease } from '@pgwasm/pglite'
-import { concat, parameterStatus, queryMessage, readRows } from './wire.js'
+import { concat, parameterStatus, queryMessage, readRows } from '../wire/wire.js'
 
 /**
  * The settings PostgreSQL 18 reports to its clients (its `GUC_REPORT`

@@ -1,7 +1,7 @@
 import { Duplex } from 'node:stream'
 import { DatabaseHost, type HostOptions } from './host.js'
-import { Session } from './session.js'
-import type { SocketDatabase } from './multiplexer.js'
+import { Session } from '../session/session.js'
+import type { SocketDatabase } from '../pooler/multiplexer.js'
 
 const hosts = new WeakMap<SocketDatabase, DatabaseHost>()
 

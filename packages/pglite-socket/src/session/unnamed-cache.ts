@@ -1,7 +1,7 @@
 import { maxFrontendMessageBytes } from '@pgwasm/pglite'
-import { mayNeedInspection } from './listen.js'
-import { Msg, copyOut, readInt32 } from './wire.js'
-import { mentions } from './byte-scan.js'
+import { mayNeedInspection } from '../sql/listen.js'
+import { Msg, copyOut, readInt32 } from '../wire/wire.js'
+import { mentions } from '../sql/byte-scan.js'
 
 const utf8 = new TextEncoder()
 // WHATWG's latin1 is windows-1252: still one char per byte and one byte per char, so a faithful map key.

@@ -1,10 +1,10 @@
 import { stat } from 'node:fs/promises'
-import { AuthThrottle } from './auth-throttle.js'
+import { AuthThrottle } from '../session/auth-throttle.js'
 import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
-import type { AuthMethod } from './auth.js'
-import { Multiplexer, type SocketDatabase } from './multiplexer.js'
+import type { AuthMethod } from '../session/auth.js'
+import { Multiplexer, type SocketDatabase } from '../pooler/multiplexer.js'
 import type { CancelHelper } from './cancel-helper.js'
-import type { CancelTarget, SessionHost } from './session.js'
+import type { CancelTarget, SessionHost } from '../session/session.js'
 
 /** A startup packet named a database the server does not have (FATAL 3D000 for the client). */
 export class UnknownDatabaseError extends Error {

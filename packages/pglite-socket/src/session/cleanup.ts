@@ -1,5 +1,5 @@
-import { quoteChannel } from './listen.js'
-import { Msg, concat, cstrings, frame, queryMessage } from './wire.js'
+import { quoteChannel } from '../sql/listen.js'
+import { Msg, concat, cstrings, frame, queryMessage } from '../wire/wire.js'
 
 const SYNC = frame(Msg.Sync, new Uint8Array(0))
 const STATEMENT = new Uint8Array([0x53 /* S */])

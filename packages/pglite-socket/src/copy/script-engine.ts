@@ -1,7 +1,7 @@
 import type { EngineLease } from '@pgwasm/pglite'
 import type { ScriptEngine, StepResult } from './copy-script.js'
-import type { OutputSplitter } from './output.js'
-import { concat } from './wire.js'
+import type { OutputSplitter } from '../wire/output.js'
+import { concat } from '../wire/wire.js'
 
 /** The engine for one step of a COPY script: the session's lease, output filter and transport. */
 export class LeaseScriptEngine implements ScriptEngine {

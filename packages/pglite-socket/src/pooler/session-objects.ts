@@ -1,9 +1,9 @@
 import type { EngineLease } from '@pgwasm/pglite'
-import type { OthersObjects } from './own-scope.js'
-import { mentions } from './byte-scan.js'
-import { quoteIdent } from './quoting.js'
-import { dropTempRelations, RELATION_KIND } from './temp-relations.js'
-import { concat, queryMessage, readRows } from './wire.js'
+import type { OthersObjects } from '../sql/own-scope.js'
+import { mentions } from '../sql/byte-scan.js'
+import { quoteIdent } from '../sql/quoting.js'
+import { dropTempRelations, RELATION_KIND } from '../sql/temp-relations.js'
+import { concat, queryMessage, readRows } from '../wire/wire.js'
 
 /**
  * Temporary relations, WITH HOLD cursors and SQL-level `PREPARE`d

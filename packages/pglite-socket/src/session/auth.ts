@@ -1,5 +1,5 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto'
-import { Msg, concat, cstrings, frame, int32s, readCString, readInt32 } from './wire.js'
+import { Msg, concat, cstrings, frame, int32s, readCString, readInt32 } from '../wire/wire.js'
 
 /** How clients prove they know the password. */
 export const AUTH_METHODS = ['scram-sha-256', 'md5', 'password'] as const

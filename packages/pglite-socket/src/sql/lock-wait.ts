@@ -1,4 +1,4 @@
-import { Msg, forEachFrame, responseField } from './wire.js'
+import { Msg, forEachFrame, responseField } from '../wire/wire.js'
 
 /*
  * A session advisory lock another client holds cannot be waited for inside

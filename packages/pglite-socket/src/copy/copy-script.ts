@@ -1,5 +1,5 @@
-import type { SqlStatement } from './sql-split.js'
-import { transactionControl, type TransactionControl } from './sql-split.js'
+import type { SqlStatement } from '../sql/sql-split.js'
+import { transactionControl, type TransactionControl } from '../sql/sql-split.js'
 import {
   Msg,
   concat,
@@ -11,7 +11,7 @@ import {
   readyForQuery,
   responseField,
   statusLetter,
-} from './wire.js'
+} from '../wire/wire.js'
 
 /** The engine as one step of a script sees it, with the lease held. */
 export interface ScriptEngine {
