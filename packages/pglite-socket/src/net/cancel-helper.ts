@@ -18,6 +18,8 @@ const HEARTBEAT_AT = BOARD_BYTES
 const CARD_AT = HEARTBEAT_AT + 8
 /** A heartbeat this long after the last one starts a new busy spell: the door card is written again first. */
 const NEW_SPELL_MS = 50
+/** Within a spell the card is written again this often (a login that ran in the same spell may have changed it). */
+const CARD_EVERY_MS = 100
 
 /**
  * What the helper may let in while the server's thread runs a statement,
@@ -139,6 +141,7 @@ export class CancelHelper {
   #gone = false
   /** When the heartbeat was last written, and the door card's sequence number. */
   #lastBeat = 0
+  #cardAt = 0
   #cardSeq = 0
   readonly #beat = Buffer.alloc(8)
 
@@ -210,7 +213,10 @@ export class CancelHelper {
    */
   #heartbeat(): void {
     const now = Date.now()
-    if (now - this.#lastBeat > NEW_SPELL_MS) this.#writeCard()
+    if (now - this.#lastBeat > NEW_SPELL_MS || now - this.#cardAt > CARD_EVERY_MS) {
+      this.#writeCard()
+      this.#cardAt = now
+    }
     this.#lastBeat = now
     this.#beat.writeDoubleBE(now, 0)
     writeSync(this.#board, this.#beat, 0, 8, HEARTBEAT_AT)
