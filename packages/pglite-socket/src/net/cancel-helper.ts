@@ -142,6 +142,7 @@ export class CancelHelper {
   /** When the heartbeat was last written, and the door card's sequence number. */
   #lastBeat = 0
   #cardAt = 0
+  #restScheduled = false
   #cardSeq = 0
   readonly #beat = Buffer.alloc(8)
 
@@ -219,6 +220,19 @@ export class CancelHelper {
     }
     this.#lastBeat = now
     this.#beat.writeDoubleBE(now, 0)
+    writeSync(this.#board, this.#beat, 0, 8, HEARTBEAT_AT)
+    if (!this.#restScheduled) {
+      this.#restScheduled = true
+      // Runs once the event loop turns again: when the statement has ended.
+      setImmediate(this.#rest)
+    }
+  }
+
+  /** The statement ended: the helper hands connections to this thread again at once. */
+  readonly #rest = (): void => {
+    this.#restScheduled = false
+    if (this.#gone) return
+    this.#beat.writeDoubleBE(0, 0)
     writeSync(this.#board, this.#beat, 0, 8, HEARTBEAT_AT)
   }
 
