@@ -1,7 +1,7 @@
 import type { EngineAssets } from './assets.js'
 import { deliverAlarmsWhileWorking } from './alarms.js'
 import { isExitStatus, type PostgresModule } from './emscripten.js'
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import {
   installFastPreload,
   INITDB_EXE,

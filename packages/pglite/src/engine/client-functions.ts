@@ -1,4 +1,4 @@
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import type { PostgresModule } from './emscripten.js'
 import type { GuardRecords, SessionGuards } from './session-guards.js'
 import type { MemoryBudget } from './memory-budget.js'

@@ -1,6 +1,6 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import type { EngineFiles, EngineSource } from './engine-files.js'
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import { gunzipStream, inflateGzip, unpackGzippedImage } from './tree-image.js'
 import type { DataTree } from './pgdata-tree.js'
 

@@ -1,5 +1,5 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import type { DataTree } from './pgdata-tree.js'
 import type { GuardRecords } from './session-guards.js'
 import { unpackGzippedImage } from './tree-image.js'

@@ -1,6 +1,6 @@
 import type { EngineAssets } from './assets.js'
 import type { InitdbModule, PostgresModule } from './emscripten.js'
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import {
   INITDB_EXE,
   PG_ROOT,

@@ -1,4 +1,4 @@
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import type { PostgresModule } from './emscripten.js'
 
 /** How JavaScript the engine calls reaches it: the module once created, the instance's exports once instantiated. */

@@ -1,4 +1,4 @@
-import { EngineError } from '../errors.js'
+import { EngineError } from './engine-error.js'
 import type { PostgresModule } from './emscripten.js'
 import { holdsCString, pointersTo, readStaticData } from './static-data.js'
 

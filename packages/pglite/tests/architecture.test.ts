@@ -1,0 +1,66 @@
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { importCircles, readSources } from './fixtures/source-imports.js'
+
+/*
+ * Rules of the core's layout (docs/architecture.md). Each list below is
+ * what is left to undo: a new entry fails the test, and an entry that no
+ * longer holds must be taken off its list.
+ */
+
+/** `engine/` files' imports from outside `engine/`, and why each is still there. */
+const ENGINE_OUTSIDE: Readonly<Record<string, string>> = {
+  'engine/backend.ts -> protocol/frames.ts': 'COPY data frames for the streamed COPY source',
+  'engine/wal-checkpoints.ts -> protocol/encode.ts': 'the frame writer of its CHECKPOINT request',
+  'engine/starter.ts -> extensions/contrib.ts': 'installs contrib bundles into a starting backend',
+  'engine/template-disk.ts -> fs/process-identity.ts': 'whether the process holding a cache lock is alive',
+  'engine/template.ts -> fs/tar.ts': 'templates are stored as tar archives',
+  'engine/tree-image.ts -> fs/gzip.ts': 'gzip of tree images',
+}
+
+/** Import circles (as sorted member lists), and why each is still there. */
+const CIRCLES: Readonly<Record<string, string>> = {
+  'extensions/contrib.ts options.ts': 'the extension option types name the contrib type and back',
+  'engine/starter.ts extensions/contrib.ts options.ts pglite.ts': 'the add-on setup type names the PGlite class',
+  'options.ts pglite.ts': 'the add-on setup type names the PGlite class',
+  'extensions/contrib.ts options.ts pglite.ts': 'the add-on setup type names the PGlite class',
+  'dump-sql.ts pglite.ts': 'dumps take the Transaction type of pglite.ts',
+  'extensions/contrib-bundles.ts extensions/contrib.ts': 'the bundle reader takes the ContribExtension type',
+  'worker/calls.ts worker/client.ts worker/options.ts worker/protocol.ts': 'the worker add-on setup type names the PGliteWorker class',
+}
+
+/** Source files over 500 lines, and why each is still one file. */
+const LONG_FILES: Readonly<Record<string, string>> = {
+  'pglite.ts': 'the facade still holds the start path, restart, raw exec, the lease and the transaction handle',
+  'engine/backend.ts': 'one running backend: requests, callbacks and crash handling share its state',
+  'engine/starter.ts': 'every start path (snapshot, template, initdb) and their caches',
+  'engine/encoding-conversions.ts': "Postgres' conversion helpers the build left out, one family of functions",
+}
+
+const sources = readSources(fileURLToPath(new URL('../src', import.meta.url)))
+
+describe('the core source layout', () => {
+  it('reads the imports (a check of the reader itself)', () => {
+    expect(sources.find((f) => f.path === 'pglite.ts')?.imports).toContain('engine/starter.ts')
+  })
+
+  it('keeps engine/ to itself, but for the listed imports', () => {
+    const outside = sources
+      .filter((f) => f.path.startsWith('engine/'))
+      .flatMap((f) => f.imports.filter((target) => !target.startsWith('engine/')).map((target) => `${f.path} -> ${target}`))
+    expect(outside.filter((edge) => !(edge in ENGINE_OUTSIDE))).toEqual([])
+    expect(Object.keys(ENGINE_OUTSIDE).filter((edge) => !outside.includes(edge))).toEqual([])
+  })
+
+  it('has no import circle but the listed ones', () => {
+    const circles = importCircles(sources).map((members) => [...members].sort().join(' '))
+    expect(circles.filter((c) => !(c in CIRCLES))).toEqual([])
+    expect(Object.keys(CIRCLES).filter((c) => !circles.includes(c))).toEqual([])
+  })
+
+  it('keeps files under 500 lines unless listed with a reason', () => {
+    const long = sources.filter((f) => f.lines > 500).map((f) => f.path)
+    expect(long.filter((path) => !(path in LONG_FILES))).toEqual([])
+    expect(Object.keys(LONG_FILES).filter((path) => !long.includes(path))).toEqual([])
+  })
+})
