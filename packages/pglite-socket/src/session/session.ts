@@ -966,12 +966,11 @@ export class Session implements MuxClient {
         deadline: this.timeLimitMs !== undefined ? performance.now() + this.timeLimitMs : Infinity,
         stop: () => this.#host.canceledWhileRunning(this.processId, this.secret),
       })
+      // Until its rest is back in the input: a later request of this turn must not read the socket past it (peerLeft).
       this.#streaming = true
-      try {
-        return script.supply(engine, request, stream.next)
-      } finally {
-        this.#streaming = false
-      }
+      return script.supply(engine, request, stream.next)
+    }).finally(() => {
+      this.#streaming = false
     })
     if (!stream) return
     this.#input.append(stream.rest())
