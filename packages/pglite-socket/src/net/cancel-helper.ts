@@ -80,12 +80,17 @@ export class CancelHelper {
 
   /**
    * The process's helper, started on first use; undefined where it cannot
-   * run (Windows; a runtime whose executable is not Node's: Bun, Electron)
-   * or did not start.
+   * run (Windows; a runtime whose executable is not Node's: Bun, Deno,
+   * Electron; {@link startError} says which) or did not start.
    */
   static shared(): Promise<CancelHelper | undefined> {
     const versions = process.versions as Record<string, string | undefined>
-    if (process.platform === 'win32' || versions.bun !== undefined || versions.electron !== undefined) return Promise.resolve(undefined)
+    const runtime = versions.bun !== undefined ? 'Bun' : versions.deno !== undefined ? 'Deno' : versions.electron !== undefined ? 'Electron' : undefined
+    if (process.platform === 'win32' || runtime) {
+      // Passing a listening socket to a child process is Node's, on Unix (Deno's node:child_process closes it instead).
+      CancelHelper.startError = new Error(`the cancel helper needs Node on Unix, and this is ${runtime ?? 'Windows'}; statement_timeout and maxStatementMs still stop any statement`)
+      return Promise.resolve(undefined)
+    }
     CancelHelper.#shared ??= CancelHelper.#start().then(
       (helper) => {
         CancelHelper.startError = undefined
