@@ -54,14 +54,16 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
   const chunk = Buffer.alloc(64 * 1024)
 
   type Card = {
-    seq: number
     room: number
     keys: [number, number][]
     databases: Record<string, { reported: [string, string][]; logins: string[] }>
   }
-  /** What was taken from the card of each seq: keys are never used twice, room is counted down. */
+  /**
+   * Keys given out (`server:pid`), never twice. A key stays on the card until
+   * the server has taken its client over, so the used ones on a card are the
+   * clients started here that the server's `room` does not count yet.
+   */
   const used = new Set<string>()
-  const admitted = new Map<string, { seq: number; count: number }>()
 
   /** The door card of server `key`, when the server's thread is busy now; undefined: hand the connection over. */
   function busyCard(key: string): Card | undefined {
@@ -127,12 +129,10 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
     const database = params.get('database') || user
     const facts = card.databases[database] ?? card.databases['*']
     if (!facts || !facts.logins.includes(user)) return false
-    const taken = admitted.get(key)
-    const count = taken?.seq === card.seq ? taken.count : 0
-    const pair = card.keys.find(([pid]) => !used.has(`${key}:${pid}`))
-    if (!pair || count >= card.room) return false
+    const free = card.keys.filter(([pid]) => !used.has(`${key}:${pid}`))
+    const pair = free[0]
+    if (!pair || card.keys.length - free.length >= card.room) return false
     used.add(`${key}:${pair[0]}`)
-    admitted.set(key, { seq: card.seq, count: count + 1 })
     const told = new Map(facts.reported)
     if (told.has('application_name')) told.set('application_name', params.get('application_name') ?? '')
     const encoding = params.get('client_encoding')

@@ -3,6 +3,8 @@ import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'n
 import type { Server, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { DoorFacts } from '../pooler/multiplexer.js'
+import type { StartedElsewhere } from '../session/session.js'
 import { cancelHelperProgram } from './cancel-helper-program.js'
 
 /** Cancels the board keeps; a reader that falls further behind misses the oldest. */
@@ -16,9 +18,7 @@ const LINGER_MS = 2_000
 /** After the slots: the heartbeat of a running statement (f64 ms), then the door card (u32 length, JSON). */
 const HEARTBEAT_AT = BOARD_BYTES
 const CARD_AT = HEARTBEAT_AT + 8
-/** A heartbeat this long after the last one starts a new busy spell: the door card is written again first. */
-const NEW_SPELL_MS = 50
-/** Within a spell the card is written again this often (a login that ran in the same spell may have changed it). */
+/** Within a busy spell the door card is written again this often (a login that ran in the same spell may have changed it). */
 const CARD_EVERY_MS = 100
 
 /**
@@ -31,17 +31,7 @@ export interface DoorCard {
   readonly room: number
   /** Cancel keys reserved for clients started by the helper (process id, secret). */
   readonly keys: readonly (readonly [number, number])[]
-  readonly databases: Readonly<Record<string, { readonly reported: readonly (readonly [string, string])[]; readonly logins: readonly string[] }>>
-}
-
-/** A client the helper started while the server was busy. */
-export interface StartedClient {
-  readonly processId: number
-  readonly secret: number
-  /** Its startup packet's parameters. */
-  readonly params: ReadonlyMap<string, string>
-  /** The settings it was told (ParameterStatus). */
-  readonly told: ReadonlyMap<string, string>
+  readonly databases: Readonly<Record<string, DoorFacts>>
 }
 
 /** What the helper hands to one server. */
@@ -53,7 +43,7 @@ export interface HelpedServer {
   /** Whom the helper may start while the server is busy; undefined: nobody (it hands every connection over). */
   door(): DoorCard | undefined
   /** A connection the helper started (it has had ReadyForQuery), with what it sent since. */
-  started(socket: Socket, head: Uint8Array, client: StartedClient): void
+  started(socket: Socket, head: Uint8Array, client: StartedElsewhere): void
 }
 
 type HelperMessage =
@@ -144,11 +134,9 @@ export class CancelHelper {
   readonly #viaBoard = new Set<number>()
   #linger: ReturnType<typeof setTimeout> | undefined
   #gone = false
-  /** When the heartbeat was last written, and the door card's sequence number. */
-  #lastBeat = 0
+  /** When the door card was last written; 0: not in this busy spell. */
   #cardAt = 0
   #restScheduled = false
-  #cardSeq = 0
   readonly #beat = Buffer.alloc(8)
 
   private constructor(child: ChildProcess, board: number) {
@@ -214,16 +202,16 @@ export class CancelHelper {
 
   /**
    * Tells the helper that this thread runs a statement (it is asked every
-   * ~10 ms while one runs): at the start of a spell, with the door card of
-   * every server it helps, so that new clients get in meanwhile.
+   * ~10 ms while one runs), with the door card of every server it helps at
+   * the start of the spell and every {@link CARD_EVERY_MS} after, so that new
+   * clients get in meanwhile.
    */
   #heartbeat(): void {
     const now = Date.now()
-    if (now - this.#lastBeat > NEW_SPELL_MS || now - this.#cardAt > CARD_EVERY_MS) {
+    if (now - this.#cardAt > CARD_EVERY_MS) {
       this.#writeCard()
       this.#cardAt = now
     }
-    this.#lastBeat = now
     this.#beat.writeDoubleBE(now, 0)
     writeSync(this.#board, this.#beat, 0, 8, HEARTBEAT_AT)
     if (!this.#restScheduled) {
@@ -236,17 +224,17 @@ export class CancelHelper {
   /** The statement ended: the helper hands connections to this thread again at once. */
   readonly #rest = (): void => {
     this.#restScheduled = false
+    this.#cardAt = 0
     if (this.#gone) return
     this.#beat.writeDoubleBE(0, 0)
     writeSync(this.#board, this.#beat, 0, 8, HEARTBEAT_AT)
   }
 
   #writeCard(): void {
-    const cards: Record<string, DoorCard & { seq: number }> = {}
-    const seq = ++this.#cardSeq
+    const cards: Record<string, DoorCard> = {}
     for (const [key, target] of this.#servers) {
       const card = target.door()
-      if (card) cards[key] = { seq, ...card }
+      if (card) cards[key] = card
     }
     const text = Buffer.from(JSON.stringify(cards))
     const length = Buffer.alloc(4)

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises'
 import { AuthThrottle } from '../session/auth-throttle.js'
 import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
 import type { AuthMethod } from '../session/auth.js'
-import { Multiplexer, type SocketDatabase } from '../pooler/multiplexer.js'
+import { Multiplexer, type DoorFacts, type SocketDatabase } from '../pooler/multiplexer.js'
 import type { CancelHelper } from './cancel-helper.js'
 import type { CancelTarget, SessionHost } from '../session/session.js'
 
@@ -227,7 +227,7 @@ export class DatabaseHost implements SessionHost {
       db.catch(() => this.#others.delete(name))
     }
     const mux = multiplexerFor(await db)
-    this.#loaded.set(name, mux)
+    this.#inUse.set(name, mux)
     this.#users.set(name, (this.#users.get(name) ?? 0) + 1)
     clearTimeout(this.#unloadTimers.get(name))
     this.#unloadTimers.delete(name)
@@ -236,30 +236,31 @@ export class DatabaseHost implements SessionHost {
 
   /**
    * What the cancel helper may let in while this thread runs a statement,
-   * by database name (`*`: any name is the main database): databases that
-   * are loaded and have had a client. None with a password: the helper does
-   * not authenticate.
+   * by database name (`*`: any name is the main database): the main one and
+   * the others that have a client now. None with a password: the helper
+   * does not authenticate.
    */
-  doorFacts(): Record<string, { reported: [string, string][]; logins: string[] }> {
-    const out: Record<string, { reported: [string, string][]; logins: string[] }> = {}
+  doorFacts(): Record<string, DoorFacts> {
+    const out: Record<string, DoorFacts> = {}
     if (this.password !== undefined) return out
     const main = multiplexerFor(this.#main).doorFacts()
     if (main) out[this.#anyName ? '*' : this.#mainName] = main
-    for (const [name, mux] of this.#loaded) {
-      const facts = this.#users.has(name) ? mux.doorFacts() : undefined
+    for (const [name, mux] of this.#inUse) {
+      const facts = mux.doorFacts()
       if (facts) out[name] = facts
     }
     return out
   }
 
-  /** The multiplexers of the other databases that are loaded, by name. */
-  readonly #loaded = new Map<string, Multiplexer>()
+  /** The multiplexers of the other databases that have a client now, by name. */
+  readonly #inUse = new Map<string, Multiplexer>()
 
   /** A client of database `name` (one {@link database} returned) is gone, its cleanup done. */
   left(name: string): void {
     const users = (this.#users.get(name) ?? 0) - 1
     if (users > 0) return void this.#users.set(name, users)
     this.#users.delete(name)
+    this.#inUse.delete(name)
     if (!this.#others.has(name) || !this.#ownCreate || this.#idleDatabaseMs === 0) return
     const timer = setTimeout(() => {
       this.#unloadTimers.delete(name)
@@ -288,7 +289,6 @@ export class DatabaseHost implements SessionHost {
         this.#archives.set(name, await dump.call(db, 'gzip'))
       }
       this.#others.delete(name)
-      this.#loaded.delete(name)
       await db.close()
     } catch (err) {
       this.log(`database ${name}: unloading it failed, it stays loaded: ${String(err)}`)
@@ -311,7 +311,7 @@ export class DatabaseHost implements SessionHost {
 
   dropped(name: string): void {
     this.#archives.delete(name)
-    this.#loaded.delete(name)
+    this.#inUse.delete(name)
     const db = this.#others.get(name)
     if (!db) return
     this.#others.delete(name)

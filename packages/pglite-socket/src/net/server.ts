@@ -2,10 +2,10 @@ import { EventEmitter } from 'node:events'
 import { chmod, lstat, mkdir, stat, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createConnection, createServer, isIP, type AddressInfo, type Server, type Socket } from 'node:net'
-import { CancelHelper, type DoorCard, type StartedClient } from './cancel-helper.js'
+import { CancelHelper, type DoorCard } from './cancel-helper.js'
 import { DatabaseHost, type HostOptions } from './host.js'
 import { peerLeft, peerMayBeInProcess, readNow, socketFd } from '../wire/socket-now.js'
-import { newProcessKey, Session, type Transport } from '../session/session.js'
+import { newProcessKey, Session, type StartedElsewhere, type Transport } from '../session/session.js'
 import { errorResponse } from '../wire/wire.js'
 
 export interface PGliteServerOptions extends HostOptions {
@@ -240,7 +240,7 @@ export class PGliteServer extends EventEmitter {
    * A new connection; `head`: what the cancel helper already read of it;
    * `started`: the helper started it while this thread ran a statement.
    */
-  #accept(socket: Socket, head?: Uint8Array, started?: StartedClient): void {
+  #accept(socket: Socket, head?: Uint8Array, started?: StartedElsewhere): void {
     const max = this.#options.maxConnections ?? 100
     this.#sockets.add(socket)
     socket.once('close', () => this.#sockets.delete(socket))

@@ -64,6 +64,14 @@ const TERMINATED = 'terminating connection due to administrator command'
 const LOGIN_WAIT_MS = 200
 
 /** A role a client logs in as: `unknown` when the roles could not be read yet. */
+/** What the cancel helper needs to start a client of one database (see {@link Multiplexer.doorFacts}). */
+export interface DoorFacts {
+  /** The reported settings the last client to log in was told, as name-value pairs. */
+  readonly reported: readonly (readonly [string, string])[]
+  /** The roles that may log in. */
+  readonly logins: readonly string[]
+}
+
 export type LoginRole = 'login' | 'nologin' | 'missing' | 'unknown'
 
 const ROLES = queryMessage('select rolname::text, rolcanlogin::text from pg_catalog.pg_roles')
@@ -325,7 +333,7 @@ export class Multiplexer {
    * for a new one is reported to it afterwards) and the roles that may log
    * in; undefined before a login read them.
    */
-  doorFacts(): { reported: [string, string][]; logins: string[] } | undefined {
+  doorFacts(): DoorFacts | undefined {
     const roles = this.#roles
     if (!roles || !this.#lastReported) return undefined
     const logins: string[] = []

@@ -24,7 +24,7 @@ import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
 import { splitIfCopyFromClient, type SqlStatement } from '../sql/sql-split.js'
-import { readStartupRequest, startupFromParams, startupReply } from './startup.js'
+import { readStartupRequest, startupFromParams, startupReply, type StartupParams } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
 import { dollarQuote } from '../sql/quoting.js'
@@ -354,7 +354,7 @@ export class Session implements MuxClient {
     }
     if (started) {
       this.#told = started.told
-      this.#begin(started.params)
+      this.#begin(startupFromParams(started.params))
     }
   }
 
@@ -503,18 +503,18 @@ export class Session implements MuxClient {
           this.#transport.write(this.#auth.begin())
           return true
         }
-        this.#begin(request.params)
+        this.#begin(request)
         return false
     }
   }
 
-  /** Takes a startup packet's parameters and attaches to its database (no password asked). */
-  #begin(params: ReadonlyMap<string, string>): void {
-    this.#takeStartup(startupFromParams(params))
+  /** Takes a startup packet and attaches to its database (no password asked). */
+  #begin(request: StartupParams): void {
+    this.#takeStartup(request)
     void this.#attach()
   }
 
-  #takeStartup(request: { readonly user: string; readonly database: string; readonly applicationName: string; readonly params: ReadonlyMap<string, string> }): void {
+  #takeStartup(request: StartupParams): void {
     this.#user = request.user
     this.#applicationName = request.applicationName
     // Its startup parameters are its first settings (put on the session with its first batch).

@@ -10,6 +10,9 @@ export function startupReply(reported: ReportedSettings, processId: number, secr
   return concat([authenticationOk(), ...reportAll(reported), backendKeyData(processId, secret), readyForQuery('I')])
 }
 
+/** A StartupMessage: who logs in, to which database. */
+export type StartupParams = Extract<StartupRequest, { kind: 'startup' }>
+
 /** What a client's first packet asks for. */
 export type StartupRequest =
   | { readonly kind: 'encryption' }
@@ -34,7 +37,7 @@ export function readStartupRequest(packet: Uint8Array): StartupRequest {
 }
 
 /** The user, database and application name a StartupMessage's parameters name (the database defaults to the user's name). */
-export function startupFromParams(params: ReadonlyMap<string, string>): Extract<StartupRequest, { kind: 'startup' }> {
+export function startupFromParams(params: ReadonlyMap<string, string>): StartupParams {
   const user = params.get('user') ?? 'postgres'
   return { kind: 'startup', user, database: params.get('database') || user, applicationName: params.get('application_name') ?? '', params }
 }
