@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RUNTIMES } from '../../pglite/tests/fixtures/runtimes.js'
+import { lastJsonLine, RUNTIMES, startUnder, type Started } from '../../pglite/tests/fixtures/runtimes.js'
 import { freePort, within } from './helpers.js'
 
 /*
@@ -14,24 +13,14 @@ import { freePort, within } from './helpers.js'
  */
 const packageDir = fileURLToPath(new URL('..', import.meta.url))
 
-/** Runs `args` under `command` in the package folder; resolves with its output once it exits. */
-function started(command: readonly string[], args: readonly string[]): { child: ChildProcess; output: () => string; exited: Promise<number | string> } {
-  const child = spawn(command[0]!, [...command.slice(1), ...args], { cwd: packageDir, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d))
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d))
-  const exited = new Promise<number | string>((resolve) => child.once('close', (code, signal) => resolve(code ?? signal ?? 'unknown')))
-  return { child, output: () => output, exited }
-}
-
 for (const runtime of RUNTIMES) {
   describe(`pgwasm-server under ${runtime.name}`, () => {
-    let server: ReturnType<typeof started>
+    let server: Started
     let url: string
 
     beforeAll(async () => {
       const port = await freePort()
-      server = started(runtime.command, ['dist/cli.js', '--port', String(port)])
+      server = startUnder(runtime.command, ['dist/cli.js', '--port', String(port)], packageDir)
       url = await within(
         (async () => {
           for (;;) {
@@ -80,10 +69,10 @@ for (const runtime of RUNTIMES) {
     })
 
     it(`runs node-postgres on an in-process instance through the bridge [runs under ${runtime.name}]`, async () => {
-      const run = started(runtime.command, [fileURLToPath(new URL('./fixtures/bridge-smoke.mjs', import.meta.url))])
+      const run = startUnder(runtime.command, [fileURLToPath(new URL('./fixtures/bridge-smoke.mjs', import.meta.url))], packageDir)
       const status = await within(run.exited, 60_000, `the bridge script under ${runtime.name}`)
       expect(status, run.output()).toBe(0)
-      expect(JSON.parse(run.output().trim().split('\n').at(-1)!)).toEqual({ values: { n: 42, t: 'ünï' }, rolledBack: true, error: '22012' })
+      expect(lastJsonLine(run.stdout())).toEqual({ values: { n: 42, t: 'ünï' }, rolledBack: true, error: '22012' })
     })
   })
 }

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { RUNTIMES } from './fixtures/runtimes.js'
+import { lastJsonLine, RUNTIMES, startUnder } from './fixtures/runtimes.js'
 
 /*
  * The core package under the other server-side runtimes PGlite's users run
@@ -14,21 +13,13 @@ import { RUNTIMES } from './fixtures/runtimes.js'
 const packageDir = fileURLToPath(new URL('..', import.meta.url))
 const smoke = fileURLToPath(new URL('./fixtures/runtime-smoke.mjs', import.meta.url))
 
-/** Runs `command script` in the package folder, killed after a minute. */
-function runToEnd(command: readonly string[], script: string): Promise<{ status: number | string; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command[0]!, [...command.slice(1), script], { cwd: packageDir, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.once('error', reject)
-    child.once('close', (code, signal) => {
-      clearTimeout(timer)
-      resolve({ status: code ?? signal ?? 'unknown', stdout, stderr })
-    })
-  })
+/** Runs the smoke script under `command` to its end (killed after a minute). */
+async function runSmoke(command: readonly string[]): Promise<{ status: number | string; result: unknown; output: string }> {
+  const run = startUnder(command, [smoke], packageDir)
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), 60_000)
+  const status = await run.exited
+  clearTimeout(timer)
+  return { status, result: status === 0 ? lastJsonLine(run.stdout()) : undefined, output: run.output() }
 }
 
 describe('the core package under other runtimes', () => {
@@ -36,9 +27,9 @@ describe('the core package under other runtimes', () => {
   let reference: Record<string, unknown>
 
   beforeAll(async () => {
-    const run = await runToEnd([process.execPath], smoke)
-    expect(run.status, `Node exited with ${run.status}\n${run.stdout}\n${run.stderr}`).toBe(0)
-    reference = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>
+    const run = await runSmoke([process.execPath])
+    expect(run.status, `Node exited with ${run.status}\n${run.output}`).toBe(0)
+    reference = run.result as Record<string, unknown>
     expect(reference).toEqual({
       values: { n: 42, t: 'ünï 😀', b: [1, 2, 255] },
       timeout: '57014',
@@ -55,9 +46,9 @@ describe('the core package under other runtimes', () => {
   for (const runtime of RUNTIMES) {
     it(`creates, queries, stops a statement, loads an extension, dumps and reopens a directory, as under Node [runs under ${runtime.name}]`, async () => {
       expect(existsSync(runtime.command[0]!), `${runtime.command[0]} (a devDependency of the workspace)`).toBe(true)
-      const run = await runToEnd(runtime.command, smoke)
-      expect(run.status, `${runtime.name} exited with ${run.status}\n${run.stdout}\n${run.stderr}`).toBe(0)
-      expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual(reference)
+      const run = await runSmoke(runtime.command)
+      expect(run.status, `${runtime.name} exited with ${run.status}\n${run.output}`).toBe(0)
+      expect(run.result).toEqual(reference)
     })
   }
 })
