@@ -46,6 +46,26 @@ describe('a client that prepares statements until the engine is full', () => {
   }, 120_000)
 })
 
+describe('a superuser client that declares a built-in with types it does not take', () => {
+  const served = useServedDatabase()
+
+  it('gets 42P13 at CREATE, plain and in dynamic SQL, and the in-memory database and the other clients go on', async () => {
+    const other = await served.connect()
+    await other.query('create table keep (x int); insert into keep values (42)')
+    const attacker = await served.connect()
+    // Either ended the engine every client shares at its first call, and the in-memory data with it.
+    for (const create of [
+      `create function f(int4) returns text language internal strict as 'textout'`,
+      `do $$ begin execute 'create function f(int4) returns text language internal strict as ' || quote_literal('textout'); end $$`,
+    ]) {
+      await expect(attacker.query(create)).rejects.toMatchObject({ code: '42P13' })
+      await expect(attacker.query('select f(-8)')).rejects.toMatchObject({ code: '42883' })
+    }
+    expect((await other.query('select x from keep')).rows).toEqual([{ x: 42 }])
+    expect(other.errors).toEqual([])
+  })
+})
+
 describe('a client that makes protocol-level named statements until the engine is half full', () => {
   let db: PGlite
   let served: Served

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { DatabaseError, PGlite } from '../src/index.js'
 import { hostileSideModule } from './fixtures/hostile-side-module.js'
+import { citext } from '../src/contrib/citext.js'
+import { pg_trgm } from '../src/contrib/pg_trgm.js'
 
 /*
  * The engine's boundary, tried as an attacker with ordinary SQL would: no
@@ -232,6 +234,42 @@ describe('no statement ends the engine', () => {
     expect((await rejection(db.exec(attack))).code).toBe('54001')
     expect((await rejection(db.exec('select 1'))).code).toBe('25P02')
     await db.exec('rollback')
+    await intact()
+  })
+
+  it('an internal or C function declared with types its symbol does not take is refused (42P13), however the CREATE is written', async () => {
+    const other = await PGlite.create({ extensions: { pg_trgm, citext } })
+    try {
+      await other.exec('create extension pg_trgm; create extension citext')
+      // Each ended the engine at its first call (textout read -8 as a pointer).
+      const attacks = [
+        [`create function f(int4) returns text language internal strict as 'textout'`, 'select f(-8)'],
+        [`do $$ begin execute format('create function %I(int4) returns text language %s strict as %L', 'f', 'INTERNAL', 'textout'); end $$`, 'select f(-8)'],
+        [`create or replace procedure p(int8) language "internal" as 'textout'`, 'call p(8)'],
+        [`create function f(text) returns int4 language internal as 'textout'`, `select f('x')`],
+        [`create function g(int4) returns text[] language c strict as '$libdir/pg_trgm', 'show_trgm'`, 'select g(8)'],
+        [`create function g(text) returns int8 language c strict as '$libdir/pg_trgm', 'show_trgm'`, `select g('ab')`],
+      ]
+      for (const [create, call] of attacks) {
+        const err = await rejection(other.exec(create!))
+        expect(err.code, create).toBe('42P13')
+        expect(err.message).toMatch(/^function [fgp]\(\w+\) as '(textout|show_trgm)' is not declared as the function it names$/)
+        expect((await rejection(other.exec(call!))).code, call).toBe('42883')
+      }
+      // Stored as the symbol's own types: wrappers, a binary-compatible type, a polymorphic or variadic "any" argument.
+      await other.exec(`
+        create function up(text) returns text language internal immutable strict as 'upper';
+        create function low(varchar) returns text language internal strict as 'lower';
+        create function nulls(int4, text, int8) returns int4 language internal as 'pg_num_nulls';
+        create function len(int4[], int4) returns int4 language internal strict as 'array_length';
+        create function trgm(citext) returns text[] language c strict as '$libdir/pg_trgm', 'show_trgm'`)
+      const { rows } = await other.query(
+        `select up('ab') as up, low('AB') as low, nulls(1, null, null) as nulls, len(array[1,2,3], 1) as len, trgm('Ab') as trgm, 'A'::citext = 'a' as ci`,
+      )
+      expect(rows).toEqual([{ up: 'AB', low: 'ab', nulls: 2, len: 3, trgm: ['  a', ' ab', 'ab '], ci: true }])
+    } finally {
+      await other.close()
+    }
     await intact()
   })
 

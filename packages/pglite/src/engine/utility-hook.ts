@@ -1,6 +1,7 @@
 import type { PostgresModule } from './emscripten.js'
 import type { MemoryBudget } from './memory-budget.js'
 import type { RaisedError, SessionGuards } from './session-guards.js'
+import { namesUnsafeLanguage, unsafeFunctionRefusal } from './function-storage.js'
 
 /*
  * What `ProcessUtility_hook` sees of every utility statement, however it was
@@ -15,6 +16,8 @@ import type { RaisedError, SessionGuards } from './session-guards.js'
  *   the rollback of a transaction that ran DDL), so that statement caches
  *   prepare again instead of serving a statement Postgres can no longer
  *   plan (`cache lookup failed for type`).
+ * - CREATE FUNCTION of the internal or C language, checked once it ran
+ *   (function-storage.ts).
  * Its cost is one call into JavaScript per utility statement.
  */
 
@@ -128,7 +131,7 @@ export class UtilityHook {
   readonly #budget: MemoryBudget
   /** Command tag enum values (`CommandTag`) of {@link CATALOG_UNCHANGED}, and of the statements read more closely. */
   #unchanged = new Set<number>()
-  #tags = { begin: -1, start: -1, set: -1, reset: -1, commit: -1, rollback: -1, prepareTransaction: -1 }
+  #tags = { begin: -1, start: -1, set: -1, reset: -1, commit: -1, rollback: -1, prepareTransaction: -1, createFunction: -1, createProcedure: -1 }
   /** A statement that counted ran in the current transaction: its end (a rollback may undo it) counts too. */
   #changedInTransaction = false
   /**
@@ -154,6 +157,7 @@ export class UtilityHook {
       if (check) this.#decide(check, pstmt, context)
       const next = this.#previous === 0 ? this.#ex.standard_ProcessUtility! : (this.#table.get(this.#previous) as Fn)
       next(pstmt, query, readOnly, context, params, env, dest, qc)
+      this.#checkFunctions(pstmt)
       return 0
     }, 'viiiiiiii')
     this.callbacks.push(this.#hook)
@@ -161,7 +165,10 @@ export class UtilityHook {
     try {
       const tag = (name: string): number => this.#ex.GetCommandTagEnum!(this.#mod.stringToUTF8OnStack(name))
       this.#unchanged = new Set(CATALOG_UNCHANGED.map(tag))
-      this.#tags = { begin: tag('BEGIN'), start: tag('START TRANSACTION'), set: tag('SET'), reset: tag('RESET'), commit: tag('COMMIT'), rollback: tag('ROLLBACK'), prepareTransaction: tag('PREPARE TRANSACTION') }
+      this.#tags = { begin: tag('BEGIN'), start: tag('START TRANSACTION'), set: tag('SET'), reset: tag('RESET'), commit: tag('COMMIT'), rollback: tag('ROLLBACK'), prepareTransaction: tag('PREPARE TRANSACTION'),
+        createFunction: tag('CREATE FUNCTION'),
+        createProcedure: tag('CREATE PROCEDURE'),
+      }
     } finally {
       this.#mod.stackRestore(sp)
     }
@@ -237,6 +244,17 @@ export class UtilityHook {
     }
     this.#changedInTransaction = true
     this.catalogChanges++
+  }
+
+  /** A function of the internal or C language, refused unless stored as the function it names (function-storage.ts). */
+  #checkFunctions(pstmt: number): void {
+    const node = new DataView(this.#mod.HEAPU8.buffer).getUint32(pstmt + PLANNED_UTILITY_STMT, true)
+    if (node === 0) return
+    const tag = this.#ex.CreateCommandTag!(node)
+    if (tag !== this.#tags.createFunction && tag !== this.#tags.createProcedure) return
+    if (!namesUnsafeLanguage(this.#text(node))) return
+    const refusal = unsafeFunctionRefusal(this.#mod, this.#ex)
+    if (refusal) this.#guards.raise(refusal)
   }
 
   #decide(check: UtilityCheck, pstmt: number, context: number): void {
