@@ -66,7 +66,7 @@ describe('a superuser client that declares a built-in with types it does not tak
   })
 })
 
-describe('a client that makes protocol-level named statements until the engine is half full', () => {
+describe('clients that make prepared statements until their share of the memory ceiling is full', () => {
   let db: PGlite
   let served: Served
   const clients: TestClient[] = []
@@ -84,30 +84,50 @@ describe('a client that makes protocol-level named statements until the engine i
     clients.push(client)
     return client
   }
+  const refusalOf = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => undefined,
+      (err: unknown) => err,
+    )
 
-  it('gets 53200 for its next Parse with a name, and leaves the others room to work', async () => {
+  it('get 53200 at their own share, through protocol Parse and dynamic PREPARE, and leave the others room to make theirs and work', async () => {
     const victim = await connect()
     await victim.query('create table kept (x int, pad text); insert into kept values (42, null)')
-    const attacker = await connect()
+    // One attacker by named protocol statements.
+    const parser = await connect()
     let refusal: unknown
-    let made = 0
-    for (; made < 5000 && refusal === undefined; made++) {
-      refusal = await attacker.query({ name: `p${made}`, text: `select ${COLUMNS}` }).then(
-        () => undefined,
-        (err: unknown) => err,
-      )
-    }
-    expect(refusal).toMatchObject({ code: '53200', message: 'out of memory' })
-    // Refused at the share, well before the ceiling (about 3,800 such statements fill 512 MB).
-    expect(made).toBeLessThan(3000)
+    let parsed = 0
+    for (; parsed < 5000 && refusal === undefined; parsed++) refusal = await refusalOf(parser.query({ name: `p${parsed}`, text: `select ${COLUMNS}` }))
+    expect(refusal).toMatchObject({ code: '53200', message: 'out of memory', hint: expect.stringContaining('each client may hold 25%') })
+    // Refused at its quarter of the ceiling (about 3,800 such statements fill 512 MB).
+    expect(parsed).toBeLessThan(1500)
     // Its session goes on, and its unnamed statements run.
-    expect((await attacker.query('select $1::int + 1 as n', [1])).rows).toEqual([{ n: 2 }])
-    // The others keep room for real work: a 64 MB result, and a write.
+    expect((await parser.query('select $1::int + 1 as n', [1])).rows).toEqual([{ n: 2 }])
+
+    // A second by PREPARE in dynamic SQL, which the engine's hook sees however it is written.
+    const preparer = await connect()
+    const prepareMany = (from: number): Promise<unknown> =>
+      refusalOf(preparer.query(`do $$ begin for i in ${from}..${from + 99} loop execute format('prepare %I as select ${COLUMNS}', 'q' || i); end loop; end $$`))
+    let prepared = 0
+    refusal = undefined
+    for (; prepared < 5000 && refusal === undefined; prepared += 100) refusal = await prepareMany(prepared)
+    expect(refusal).toMatchObject({ code: '53200', message: 'out of memory' })
+    expect(prepared).toBeLessThan(1500)
+
+    // The two hold half the ceiling: a client with few statements still makes its own, named and by SQL.
+    expect((await victim.query({ name: 'mine', text: 'select x from kept' })).rows).toEqual([{ x: 42 }])
+    await victim.query('prepare also_mine as select count(*)::int as n from kept')
+    expect((await victim.query('execute also_mine')).rows).toEqual([{ n: 1 }])
+    // And room for real work: a 64 MB result, and a write.
     expect((await victim.query(`select length(string_agg(repeat('x', 1000), '')) as n from generate_series(1, 65536)`)).rows).toEqual([{ n: 65_536_000 }])
     await victim.query(`insert into kept select g, repeat('y', 100) from generate_series(1, 10000) g`)
     expect((await victim.query('select count(*)::int as n from kept')).rows).toEqual([{ n: 10_001 }])
     expect(victim.errors).toEqual([])
-  }, 180_000)
+
+    // Dropping its statements gives a client its share back.
+    await preparer.query('deallocate all')
+    expect(await prepareMany(100_000)).toBeUndefined()
+  }, 240_000)
 })
 
 const pidOf = (client: TestClient): number => (client as unknown as { processID: number }).processID

@@ -171,12 +171,14 @@ export interface EngineLease {
    */
   readonly catalogChanges: number
   /**
-   * Whether the engine's heap in use and in-memory files pass `share` (0-1)
-   * of `maxMemory` (false when none is set): a server refuses a client's
-   * new session-wide objects past a share, so that one client's cannot take
-   * the memory the others' statements need.
+   * The engine's heap in use and in-memory files as a share (0-1, more past
+   * it) of `maxMemory`; 0 when none is set. A server measures each client's
+   * session-wide objects with it and refuses new ones past the client's
+   * share, so that one client's cannot take the memory the others'
+   * statements need. It walks the engine's memory contexts: not for every
+   * statement.
    */
-  pastMemoryShare(share: number): boolean
+  memoryShare(): number
   /**
    * What `pg_stat_activity` (`pg_stat_get_activity()`) lists for everyone
    * from now on, instead of the engine's one backend: a server reports its
@@ -1222,7 +1224,7 @@ export class PGlite implements AsyncDisposable {
       get catalogChanges() {
         return backend.catalogChanges
       },
-      pastMemoryShare: (share) => backend.pastMemoryShare(share),
+      memoryShare: () => backend.memoryShare(),
       reportActivity: (rows) => {
         backend.activity = rows
       },

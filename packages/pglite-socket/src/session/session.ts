@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto'
 import { isIP } from 'node:net'
-import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient } from '@pgwasm/pglite'
+import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
 import { Authenticator, type AuthMethod } from './auth.js'
 import { CopyInBuffer } from '../copy/copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
@@ -20,6 +20,7 @@ import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CacheP
 import { sessionObjectsMayChange } from '../pooler/session-objects.js'
 import { mayNameInternal, withoutForeignNames } from '../sql/foreign-names.js'
 import { mayReachEveryClient, ownScoped } from '../sql/own-scope.js'
+import { ObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
@@ -261,6 +262,12 @@ export class Session implements MuxClient {
   #batchMeaning = false
   /** The batch being gathered or run makes a named prepared statement (a Parse with a name). */
   #batchNamesStatement = false
+  /** The batch closes a named statement or portal (a protocol Close). */
+  #batchClosesObject = false
+  /** What this client's prepared statements and cursors hold of the engine's memory ceiling. */
+  readonly #objectMemory = new ObjectMemory()
+  /** The engine while this client's batch runs on it, for the utility rules to measure (undefined between batches). */
+  #objectLease: EngineLease | undefined
   /** SQL it sent may have made a temporary relation, a holdable cursor or an SQL-prepared statement (session-objects.ts). */
   #objectsMayChange = false
   /** The statement-cache rewrite the current batch is, if any. */
@@ -333,6 +340,18 @@ export class Session implements MuxClient {
         },
         // A function's set_config() or dynamic SET: the settings are read after the batch.
         settingChanged: () => (this.#splitter.meaningMayChange = true),
+        // Asked while this client's batch runs on the engine (#objectLease), and only then.
+        objectMade: () => {
+          const held = this.#objectLease?.memoryShare()
+          if (held === undefined) return undefined
+          const refusal = this.#objectMemory.refusal(held)
+          if (!refusal) this.#objectMemory.measureFrom(held)
+          return refusal
+        },
+        objectDropped: () => {
+          const held = this.#objectLease?.memoryShare()
+          if (held !== undefined) this.#objectMemory.measureFrom(held)
+        },
       }),
       signalOther: (pid, signal) => this.#host.signal(pid, signal),
     }
@@ -755,6 +774,7 @@ export class Session implements MuxClient {
         }
         if (sql !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, sql)
       }
+      if (type === Msg.Close && buffer[at + 6] !== 0) this.#batchClosesObject = true
       if (EXTENDED_TYPES.has(type)) this.#unsynced = true
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
       const alias = this.#unnamedAlias !== undefined && this.#aliasUse(type, buffer, at) ? this.#unnamedAlias : undefined
@@ -1051,11 +1071,18 @@ export class Session implements MuxClient {
     if (this.#state === 'closed') return
     this.#queryStart = Date.now()
     const namesStatement = this.#batchNamesStatement
-    this.#batchNamesStatement = false
-    if (namesStatement && lease.pastMemoryShare(OBJECTS_MEMORY_SHARE)) {
-      this.#refuseNewStatement()
-      return
+    const measured = namesStatement || this.#batchClosesObject
+    this.#batchNamesStatement = this.#batchClosesObject = false
+    if (measured) {
+      const held = lease.memoryShare()
+      const refusal = namesStatement ? this.#objectMemory.refusal(held) : undefined
+      if (refusal) {
+        this.#refuseNewStatement(refusal)
+        return
+      }
+      this.#objectMemory.measureFrom(held)
     }
+    this.#objectLease = lease
     const splitter = this.#splitter
     splitter.lastStatus = 0
     const wasInTransaction = this.#inTransaction
@@ -1080,6 +1107,7 @@ export class Session implements MuxClient {
         if (busy !== undefined) {
           // Rolled back whole and idle again: nothing reaches the client; it runs again once the lock is free.
           this.#lockBusy = busy
+          this.#settleObjects(lease)
           return
         }
         this.#onOutput(reply)
@@ -1099,6 +1127,7 @@ export class Session implements MuxClient {
     } catch (err) {
       this.#engineFailed(err)
     }
+    this.#settleObjects(lease)
     if (splitter.lastStatus !== 0) this.#setStatus(splitter.lastStatus)
     // Stopped for its transaction_timeout (stopRequested): ended as PostgreSQL ends it, before the
     // rolled-back SET LOCAL could clear the timer.
@@ -1137,14 +1166,19 @@ export class Session implements MuxClient {
     if (!inTransaction) this.#reportInTransaction = false
   }
 
+  /** The end of a batch or script step on `lease`: what it made or dropped is this client's. */
+  #settleObjects(lease: EngineLease): void {
+    this.#objectLease = undefined
+    if (this.#objectMemory.measuring) this.#objectMemory.settle(lease.memoryShare())
+  }
+
   /**
-   * A batch that makes a named prepared statement once the engine holds
-   * more than {@link OBJECTS_MEMORY_SHARE} of its `maxMemory`: refused
-   * whole with 53200 before it runs, as the engine refuses a client's
-   * `PREPARE` then, so that one client's statements leave the others room.
+   * A batch that makes a named prepared statement past this client's share
+   * of the engine's `maxMemory` (object-memory.ts): refused whole with 53200
+   * before it runs, as the engine refuses its `PREPARE` then.
    */
-  #refuseNewStatement(): void {
-    this.#send(errorResponse('53200', 'out of memory', 'ERROR', NEW_STATEMENT_REFUSED))
+  #refuseNewStatement(refusal: UtilityRefusal): void {
+    this.#send(errorResponse(refusal.code, refusal.message, 'ERROR', undefined, refusal.hint))
     if (this.#unsynced) this.#skipToSync = true
     else this.#send(readyForQuery(statusLetter(this.#status)))
   }
@@ -1170,6 +1204,7 @@ export class Session implements MuxClient {
       if (this.#state === 'closed') return
       let waiting = false
       const wasInTransaction = this.#inTransaction
+      this.#objectLease = lease
       try {
         waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#onOutput, this.#send, this.#status))
         // A query string holding COPY can hold anything else too.
@@ -1178,6 +1213,7 @@ export class Session implements MuxClient {
       } catch (err) {
         this.#engineFailed(err)
       }
+      this.#settleObjects(lease)
       this.#setStatus(script.status)
       if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
       this.#flush()
@@ -1434,11 +1470,6 @@ function parsesCopyFromClient(bytes: Uint8Array, at: number, end: number): boole
   if (!mayNeedInspection(bytes, sqlStart, sqlEnd)) return false
   return splitIfCopyFromClient(decodeUtf8(bytes.subarray(sqlStart, sqlEnd))) !== undefined
 }
-
-/** The share of `maxMemory` past which a client makes no new named prepared statement (the engine's rule for PREPARE). */
-const OBJECTS_MEMORY_SHARE = 0.5
-const NEW_STATEMENT_REFUSED =
-  'The engine every client of this server shares holds more than half of its memory ceiling: no client can make another prepared statement until some are closed.'
 
 /** How much of a statement's text `pg_stat_activity` keeps (Postgres's `track_activity_query_size` default). */
 const ACTIVITY_SQL_BYTES = 1024

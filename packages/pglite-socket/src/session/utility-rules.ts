@@ -34,6 +34,10 @@ export interface UtilityEvents {
   heard(kind: 'listen' | 'unlisten', channel: string | null): void
   /** A SET, RESET or set_config() is about to run (in a function's body too). */
   settingChanged(): void
+  /** A PREPARE or DECLARE CURSOR of a name of its own is about to run: refused past the client's memory share. */
+  objectMade(): UtilityRefusal | undefined
+  /** A DEALLOCATE or CLOSE of one of its own is about to run. */
+  objectDropped(): void
 }
 
 /** The check for the client whose pid is `pid`. */
@@ -43,11 +47,15 @@ export function clientUtilityRules(pid: number, events: UtilityEvents) {
     switch (tag) {
       case 'EXECUTE':
       case 'DEALLOCATE':
-        return name !== null && isOtherClientsName(name, pid) ? { code: '26000', message: `prepared statement "${name}" does not exist` } : undefined
+        if (name !== null && isOtherClientsName(name, pid)) return { code: '26000', message: `prepared statement "${name}" does not exist` }
+        if (tag === 'DEALLOCATE') events.objectDropped()
+        return undefined
       case 'CLOSE CURSOR':
       case 'FETCH':
       case 'MOVE':
-        return name !== null && isOtherClientsName(name, pid) ? { code: '34000', message: `cursor "${name}" does not exist` } : undefined
+        if (name !== null && isOtherClientsName(name, pid)) return { code: '34000', message: `cursor "${name}" does not exist` }
+        if (tag === 'CLOSE CURSOR') events.objectDropped()
+        return undefined
       case 'PREPARE':
       case 'DECLARE CURSOR':
         return name !== null && isOtherClientsName(name, pid)
@@ -56,7 +64,7 @@ export function clientUtilityRules(pid: number, events: UtilityEvents) {
               message: `the name "${name}" is reserved: pgwasm-server gives it to another client's ${tag === 'PREPARE' ? 'prepared statement' : 'portal'}`,
               hint: 'Choose a name that does not start with "c" and digits followed by "_" or ".".',
             }
-          : undefined
+          : events.objectMade()
       case 'DEALLOCATE ALL':
         return reachesEveryClient('DEALLOCATE ALL', 'prepared statements')
       case 'CLOSE CURSOR ALL':

@@ -133,9 +133,10 @@ export function statusLetter(status: number): 'I' | 'T' | 'E' {
 }
 
 /** An ErrorResponse; `fatal` severity tells the client the connection ends. */
-export function errorResponse(code: string, message: string, severity: 'ERROR' | 'FATAL' = 'ERROR', detail?: string): Uint8Array {
+export function errorResponse(code: string, message: string, severity: 'ERROR' | 'FATAL' = 'ERROR', detail?: string, hint?: string): Uint8Array {
+  const field = (letter: string, text: string | undefined): string => (text === undefined ? '' : `${letter}${text}\u0000`)
   const body = concat([
-    utf8.encode(`S${severity}\u0000V${severity}\u0000C${code}\u0000M${message}\u0000${detail === undefined ? '' : `D${detail}\u0000`}`),
+    utf8.encode(`S${severity}\u0000V${severity}\u0000C${code}\u0000M${message}\u0000${field('D', detail)}${field('H', hint)}`),
     new Uint8Array([0]),
   ])
   return frame(Msg.ErrorResponse, body)

@@ -258,7 +258,7 @@ export class BlankModule {
             guards.install()
             callbacks.push(...guards.callbacks)
             control.budget.heapInUse = heapInUse(m, control.instance!)
-            clients = new ClientFunctions(m, control.instance!, assets.pgliteModule, guards, control.budget, assets.guardRecords)
+            clients = new ClientFunctions(m, control.instance!, assets.pgliteModule, guards, assets.guardRecords)
             clients.install()
             callbacks.push(...clients.callbacks)
             // Registered once; each forwards to whatever the current request set.
@@ -648,9 +648,9 @@ export class Backend {
     this.#control.budget.setLimit(bytes)
   }
 
-  /** Whether the heap in use and the in-memory files pass `share` of the memory limit (false with none set). */
-  pastMemoryShare(share: number): boolean {
-    return this.#control.budget.pastShare(share)
+  /** The heap in use and the in-memory files as a share of the memory limit (0 with none set). */
+  memoryShare(): number {
+    return this.#control.budget.share()
   }
 
   /** Whether the database lives in the module's own memory (nothing of it outlives the module). */

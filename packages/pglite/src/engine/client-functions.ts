@@ -1,7 +1,6 @@
 import { EngineError } from './engine-error.js'
 import type { PostgresModule } from './emscripten.js'
 import type { GuardRecords, SessionGuards } from './session-guards.js'
-import type { MemoryBudget } from './memory-budget.js'
 import { UtilityHook, type UtilityCheck } from './utility-hook.js'
 import { reportActivity, type ActivityRow } from './activity-report.js'
 import { holdsCString, pointersTo, readStaticData } from './static-data.js'
@@ -140,7 +139,7 @@ export class ClientFunctions {
   /** Counts the session advisory locks let go of, so a server can tell when a refused lock may be free. */
   releases = 0
 
-  constructor(mod: PostgresModule, instance: WebAssembly.Instance, engine: WebAssembly.Module, guards: SessionGuards, budget: MemoryBudget, known?: GuardRecords) {
+  constructor(mod: PostgresModule, instance: WebAssembly.Instance, engine: WebAssembly.Module, guards: SessionGuards, known?: GuardRecords) {
     this.#mod = mod
     this.#ex = instance.exports
     this.#guards = guards
@@ -151,7 +150,7 @@ export class ClientFunctions {
       builtinsByEngine.set(engine, entries)
     }
     this.#entries = entries
-    this.#utility = new UtilityHook(mod, instance, guards, budget)
+    this.#utility = new UtilityHook(mod, instance, guards)
   }
 
   /** Points the built-in table's entries at the per-client versions; call once per module, before Postgres starts. */

@@ -66,14 +66,14 @@ export class MemoryBudget {
   }
 
   /**
-   * Whether what the engine holds (the heap in use and the files) is past
-   * `share` of the limit; false without a limit. A server refuses its
-   * clients' new session objects past half of it (utility-hook.ts), so one
-   * client's prepared statements leave the others room to work.
+   * What the engine holds (the heap in use and the files) as a share of the
+   * limit; 0 without a limit. A server measures its clients' session-wide
+   * objects with it, so that one client's prepared statements leave the
+   * others room to work.
    */
-  pastShare(share: number): boolean {
-    if (!this.limited) return false
-    return (this.heapInUse?.() ?? this.heapBytes()) + this.#fileBytes > share * this.#limit
+  share(): number {
+    if (!this.limited) return 0
+    return ((this.heapInUse?.() ?? this.heapBytes()) + this.#fileBytes) / this.#limit
   }
 
   /** Sets the limit; the files are counted afresh (they were not while none was set). */

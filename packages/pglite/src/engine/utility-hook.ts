@@ -1,5 +1,4 @@
 import type { PostgresModule } from './emscripten.js'
-import type { MemoryBudget } from './memory-budget.js'
 import type { RaisedError, SessionGuards } from './session-guards.js'
 import { namesUnsafeLanguage, unsafeFunctionRefusal } from './function-storage.js'
 
@@ -67,8 +66,6 @@ const VARIABLE_SET_NAME = 8
 const FETCHING = new Set(['FETCH', 'MOVE'])
 /** Statements that may hold an `ExecuteStmt` that does not pass through the hook on its own. */
 const HOLDING_EXECUTE = new Set(['EXPLAIN', 'CREATE TABLE AS', 'SELECT', 'CREATE MATERIALIZED VIEW'])
-/** The share of `maxMemory` past which server clients make no new prepared statements or cursors. */
-const OBJECTS_SHARE = 0.5
 /** Statements checked with no name (they reach every client's objects). */
 const NAMELESS = new Set(['DISCARD ALL', 'DISCARD TEMP'])
 /**
@@ -128,7 +125,6 @@ export class UtilityHook {
   #previous = 0
   #check: UtilityCheck | undefined
 
-  readonly #budget: MemoryBudget
   /** Command tag enum values (`CommandTag`) of {@link CATALOG_UNCHANGED}, and of the statements read more closely. */
   #unchanged = new Set<number>()
   #tags = { begin: -1, start: -1, set: -1, reset: -1, commit: -1, rollback: -1, prepareTransaction: -1, createFunction: -1, createProcedure: -1 }
@@ -140,8 +136,7 @@ export class UtilityHook {
    */
   catalogChanges = 0
 
-  constructor(mod: PostgresModule, instance: WebAssembly.Instance, guards: SessionGuards, budget: MemoryBudget) {
-    this.#budget = budget
+  constructor(mod: PostgresModule, instance: WebAssembly.Instance, guards: SessionGuards) {
     this.#mod = mod
     this.#ex = instance.exports as unknown as Record<string, Fn>
     this.#guards = guards
@@ -279,23 +274,8 @@ export class UtilityHook {
       statements.push({ tag, name: null, topLevel })
     }
     for (const statement of statements) {
-      const refusal = check(statement) ?? this.#memoryRefusal(statement)
+      const refusal = check(statement)
       if (refusal) this.#guards.raise(refusal)
-    }
-  }
-
-  /**
-   * A server client's new prepared statement or cursor, once the engine
-   * holds more than {@link OBJECTS_SHARE} of its `maxMemory`: 53200 for
-   * the client making it, so that what one client keeps in the shared
-   * session cannot take the memory the others' statements need.
-   */
-  #memoryRefusal(statement: UtilityStatement): UtilityRefusal | undefined {
-    if ((statement.tag !== 'PREPARE' && statement.tag !== 'DECLARE CURSOR') || !this.#budget.pastShare(OBJECTS_SHARE)) return undefined
-    return {
-      code: '53200',
-      message: 'out of memory',
-      hint: `The engine every client of this server shares holds more than ${OBJECTS_SHARE * 100}% of its memory ceiling: no client can make another prepared statement or cursor until some are dropped (DEALLOCATE, CLOSE).`,
     }
   }
 
