@@ -184,6 +184,29 @@ describe("another client's prepared statements, named by escaped identifiers and
     await intact(v)
   })
 
+  it('gives each client its own SQL-level PREPARE names: the same name twice, and no reach into the other, plain, escaped or dynamic', async () => {
+    const { victim: v } = await victim()
+    await v.query(`prepare q as select 'real' as v`)
+    const attacker = await served.connect()
+    // The forged-rows attack by SQL names: drop the victim's q and prepare one's own in its place.
+    for (const sql of [`deallocate q`, `deallocate ${unicodeEscaped('q')}`, `do $$ begin execute format('deallocate %I', 'q'); end $$`, 'execute mine(1)']) {
+      await expect(attacker.query(sql), sql).rejects.toMatchObject({ code: '26000', message: expect.stringMatching(/^prepared statement "(q|mine)" does not exist$/) })
+    }
+    // Its own q, beside the victim's (PostgreSQL's backends each have their names).
+    await attacker.query(`do $$ begin execute 'prepare q as select ''forged'' as v'; end $$`)
+    await expect(attacker.query(`prepare q as select 1`)).rejects.toMatchObject({ code: '42P05', message: 'prepared statement "q" already exists' })
+    expect((await attacker.query('execute q')).rows).toEqual([{ v: 'forged' }])
+    expect((await v.query('execute q')).rows).toEqual([{ v: 'real' }])
+    // The victim's SQL reaches its own protocol-level statement, as on PostgreSQL, also inside EXPLAIN and CREATE TABLE AS.
+    expect((await v.query('execute mine(4)')).rows).toEqual([{ twice: 8 }])
+    expect((await v.query('explain (costs off) execute q')).rows).toEqual([{ 'QUERY PLAN': 'Result' }])
+    await v.query('create temp table copied as execute q')
+    expect((await v.query('select v from copied')).rows).toEqual([{ v: 'real' }])
+    await attacker.query('deallocate q')
+    expect((await v.query('execute q')).rows).toEqual([{ v: 'real' }])
+    await intact(v)
+  })
+
   it("refuses DEALLOCATE ALL, CLOSE ALL and DISCARD TEMP in dynamic SQL with 0A000, and everyone's statements stay", async () => {
     const { victim: v } = await victim()
     const attacker = await served.connect()

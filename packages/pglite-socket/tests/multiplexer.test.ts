@@ -148,18 +148,6 @@ describe('sessions sharing one engine', () => {
     await a.query('commit')
     expect((await fromB.promise).rows).toEqual([{ v: '' }])
   })
-
-  it('rejects a second SQL-level PREPARE of the same name by another client with 42P05 (documented limit)', async () => {
-    const a = await connect()
-    const b = await connect()
-    await a.query('prepare shared_name as select 1 as one')
-    try {
-      await expect(b.query('prepare shared_name as select 2 as two')).rejects.toMatchObject({ code: '42P05' })
-      expect((await a.query('execute shared_name')).rows).toEqual([{ one: 1 }])
-    } finally {
-      await a.query('deallocate shared_name')
-    }
-  })
 })
 
 describe('LISTEN / NOTIFY routing', () => {

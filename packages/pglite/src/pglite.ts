@@ -208,6 +208,15 @@ export interface LeaseClient {
    */
   readonly checkUtility?: (statement: UtilityStatement) => UtilityRefusal | undefined
   /**
+   * The engine's name for a prepared statement this client's SQL names
+   * (`PREPARE`, `EXECUTE`, `DEALLOCATE`, and the `EXECUTE` in `EXPLAIN` and
+   * `CREATE TABLE AS`), in its own statements and in dynamic SQL, given
+   * after {@link checkUtility} saw the name as written: a server gives each
+   * client its own namespace, as each PostgreSQL backend has one. It must
+   * not call the instance.
+   */
+  readonly statementName?: (name: string) => string
+  /**
    * Called when this client's `pg_terminate_backend(pid)` or
    * `pg_cancel_backend(pid)` names a pid that is no client of this
    * instance (a server's client of another database): true when the server

@@ -354,6 +354,7 @@ export class Session implements MuxClient {
         },
       }),
       signalOther: (pid, signal) => this.#host.signal(pid, signal),
+      statementName: (name) => this.#renamer.sqlName(name),
     }
     this.#host = host
     this.#transport = transport

@@ -93,6 +93,17 @@ export class StatementRenamer {
     }
   }
 
+  /**
+   * The engine's name for a prepared statement this client's SQL names
+   * (`PREPARE s1`, `EXECUTE s1`): the one its Parse of `s1` gets, so that
+   * SQL reaches the client's protocol-level statements and no other
+   * client's, as on PostgreSQL. A name that already is one of this
+   * client's (its own cleanup's SQL) stays.
+   */
+  sqlName(name: string): string {
+    return name.startsWith(this.#prefix) ? name : this.#name(name)
+  }
+
   #renamesPortal(name: string): boolean {
     return name !== '' && this.#othersCursor(name)
   }

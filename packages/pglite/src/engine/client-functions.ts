@@ -1,7 +1,7 @@
 import { EngineError } from './engine-error.js'
 import type { PostgresModule } from './emscripten.js'
 import type { GuardRecords, SessionGuards } from './session-guards.js'
-import { UtilityHook, type UtilityCheck } from './utility-hook.js'
+import { UtilityHook, type StatementNames, type UtilityCheck } from './utility-hook.js'
 import { reportActivity, type ActivityRow } from './activity-report.js'
 import { holdsCString, pointersTo, readStaticData } from './static-data.js'
 
@@ -110,6 +110,8 @@ export interface EngineClient {
   readonly pid: number
   /** Its rules on the utility statements it runs (utility-hook.ts). */
   readonly checkUtility?: UtilityCheck
+  /** Its own namespace of SQL-level prepared statements (utility-hook.ts). */
+  readonly statementName?: StatementNames
   /** Ends or cancels a pid that is no client of this engine; true when it was someone's. */
   readonly signalOther?: (pid: number, signal: 'terminate' | 'cancel') => boolean
 }
@@ -183,6 +185,7 @@ export class ClientFunctions {
   setClient(client: EngineClient | undefined): void {
     this.#client = client
     this.#utility.setCheck(client?.checkUtility)
+    this.#utility.setStatementNames(client?.statementName)
     if (client && client.id !== 0) this.#clients.set(client.pid, client.id)
   }
 
@@ -231,6 +234,7 @@ export class ClientFunctions {
     this.#client = undefined
     this.activity = undefined
     this.#utility.setCheck(undefined)
+    this.#utility.setStatementNames(undefined)
   }
 
   #call(op: Op, fcinfo: number, native: Fn): number {

@@ -15,6 +15,10 @@ import { namesUnsafeLanguage, unsafeFunctionRefusal } from './function-storage.j
  *   the rollback of a transaction that ran DDL), so that statement caches
  *   prepare again instead of serving a statement Postgres can no longer
  *   plan (`cache lookup failed for type`).
+ * - a server client's SQL-level prepared statement names, given the
+ *   client's own namespace (PREPARE, EXECUTE, DEALLOCATE, and the EXECUTE
+ *   inside EXPLAIN and CREATE TABLE AS), as PostgreSQL's backends each
+ *   have one;
  * - CREATE FUNCTION of the internal or C language, checked once it ran
  *   (function-storage.ts).
  * Its cost is one call into JavaScript per utility statement.
@@ -45,11 +49,16 @@ export type UtilityRefusal = RaisedError
 /** Decides on one statement; a refusal is raised as the statement's ERROR. */
 export type UtilityCheck = (statement: UtilityStatement) => UtilityRefusal | undefined
 
+/** The engine's name for a prepared statement a client's SQL names (see {@link UtilityHook.setStatementNames}). */
+export type StatementNames = (name: string) => string
+
 /**
  * `PlannedStmt.utilityStmt` on wasm32 in PostgreSQL 18 (type, commandType,
  * queryId and planId as int64, six bools, jitFlags, then fourteen pointers).
  */
 const PLANNED_UTILITY_STMT = 88
+/** `Query.utilityStmt` on wasm32 (type, commandType, querySource, queryId as int64, canSetTag). */
+const QUERY_UTILITY_STMT = 28
 /** `PROCESS_UTILITY_TOPLEVEL` in utility.h. */
 const TOPLEVEL = 0
 /**
@@ -124,10 +133,26 @@ export class UtilityHook {
   /** What the hook pointed at before ours went in (0: Postgres' own processing). */
   #previous = 0
   #check: UtilityCheck | undefined
+  #names: StatementNames | undefined
 
   /** Command tag enum values (`CommandTag`) of {@link CATALOG_UNCHANGED}, and of the statements read more closely. */
   #unchanged = new Set<number>()
-  #tags = { begin: -1, start: -1, set: -1, reset: -1, commit: -1, rollback: -1, prepareTransaction: -1, createFunction: -1, createProcedure: -1 }
+  #tags = {
+    begin: -1,
+    start: -1,
+    set: -1,
+    reset: -1,
+    commit: -1,
+    rollback: -1,
+    prepareTransaction: -1,
+    createFunction: -1,
+    createProcedure: -1,
+    prepare: -1,
+    execute: -1,
+    deallocate: -1,
+    explain: -1,
+    createTableAs: -1,
+  }
   /** A statement that counted ran in the current transaction: its end (a rollback may undo it) counts too. */
   #changedInTransaction = false
   /**
@@ -150,6 +175,14 @@ export class UtilityHook {
       this.#count(pstmt)
       const check = this.#check
       if (check) this.#decide(check, pstmt, context)
+      const names = this.#names
+      if (names) {
+        const renamed = this.#renamed(names, pstmt, readOnly !== 0)
+        if (renamed !== pstmt) {
+          pstmt = renamed
+          readOnly = 0
+        }
+      }
       const next = this.#previous === 0 ? this.#ex.standard_ProcessUtility! : (this.#table.get(this.#previous) as Fn)
       next(pstmt, query, readOnly, context, params, env, dest, qc)
       this.#checkFunctions(pstmt)
@@ -163,6 +196,11 @@ export class UtilityHook {
       this.#tags = { begin: tag('BEGIN'), start: tag('START TRANSACTION'), set: tag('SET'), reset: tag('RESET'), commit: tag('COMMIT'), rollback: tag('ROLLBACK'), prepareTransaction: tag('PREPARE TRANSACTION'),
         createFunction: tag('CREATE FUNCTION'),
         createProcedure: tag('CREATE PROCEDURE'),
+        prepare: tag('PREPARE'),
+        execute: tag('EXECUTE'),
+        deallocate: tag('DEALLOCATE'),
+        explain: tag('EXPLAIN'),
+        createTableAs: tag('CREATE TABLE AS'),
       }
     } finally {
       this.#mod.stackRestore(sp)
@@ -205,6 +243,60 @@ export class UtilityHook {
   /** The check for the statements that run from now on; undefined: none. */
   setCheck(check: UtilityCheck | undefined): void {
     this.#check = check
+  }
+
+  /**
+   * How the statements that run from now on name SQL-level prepared
+   * statements in the engine (undefined: as written). The name is given
+   * before the check has seen it.
+   */
+  setStatementNames(names: StatementNames | undefined): void {
+    this.#names = names
+  }
+
+  /**
+   * `pstmt` with its prepared statement names as {@link StatementNames}
+   * gives them: the statement itself (PREPARE, EXECUTE, DEALLOCATE) or
+   * the EXECUTE that EXPLAIN or CREATE TABLE AS holds. A tree the caller
+   * keeps (`readOnly`: a cached plan, SPI's) is copied first, as
+   * Postgres's own utility code copies before it changes one.
+   */
+  #renamed(names: StatementNames, pstmt: number, readOnly: boolean): number {
+    const ex = this.#ex
+    const at = (stmt: number): number => {
+      const node = new DataView(this.#mod.HEAPU8.buffer).getUint32(stmt + PLANNED_UTILITY_STMT, true)
+      if (node === 0) return 0
+      const tag = ex.CreateCommandTag!(node)
+      if (tag === this.#tags.prepare || tag === this.#tags.execute || tag === this.#tags.deallocate) return node
+      if (tag !== this.#tags.explain && tag !== this.#tags.createTableAs) return 0
+      // ExplainStmt.query and CreateTableAsStmt.query are the first field after the tag: parse
+      // analysis made it a Query whose utilityStmt is the ExecuteStmt.
+      const view = new DataView(this.#mod.HEAPU8.buffer)
+      const query = view.getUint32(node + 4, true)
+      if (query === 0 || ex.CreateCommandTag!(query) !== this.#tags.execute) return 0
+      const execute = view.getUint32(query + QUERY_UTILITY_STMT, true)
+      return execute !== 0 && this.#text(execute).startsWith('{EXECUTESTMT') ? execute : 0
+    }
+    let node = at(pstmt)
+    if (node === 0) return pstmt
+    const nameAt = new DataView(this.#mod.HEAPU8.buffer).getUint32(node + 4, true)
+    // DEALLOCATE ALL names none.
+    if (nameAt === 0) return pstmt
+    const name = this.#mod.UTF8ToString(nameAt)
+    const given = names(name)
+    if (given === name) return pstmt
+    if (readOnly) {
+      pstmt = ex.copyObjectImpl!(pstmt)
+      node = at(pstmt)
+    }
+    const sp = this.#mod.stackSave()
+    try {
+      const copy = ex.pstrdup!(this.#mod.stringToUTF8OnStack(given))
+      new DataView(this.#mod.HEAPU8.buffer).setUint32(node + 4, copy, true)
+    } finally {
+      this.#mod.stackRestore(sp)
+    }
+    return pstmt
   }
 
   /** A setting changed outside a SET statement (`set_config()`). */
