@@ -107,7 +107,8 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
     for (;;) {
       const end = packet.indexOf(0, at)
       if (end < 0) return undefined
-      if (end === at) return params
+      // The terminator must be the packet's last byte, as Postgres requires (anything else goes to the server, which refuses it).
+      if (end === at) return end === packet.length - 1 ? params : undefined
       const name = packet.toString('utf8', at, end)
       const valueEnd = packet.indexOf(0, end + 1)
       if (valueEnd < 0) return undefined

@@ -514,6 +514,9 @@ export class Session implements MuxClient {
       case 'unsupported':
         this.#fatal('0A000', `unsupported frontend protocol ${request.version}: server supports 3.0`)
         return false
+      case 'refused':
+        this.#fatal(request.code, request.message)
+        return false
       case 'startup':
         if (this.#host.password !== undefined) {
           this.#takeStartup(request)

@@ -18,6 +18,8 @@ export type StartupRequest =
   | { readonly kind: 'encryption' }
   | { readonly kind: 'cancel'; readonly processId: number; readonly secret: number }
   | { readonly kind: 'unsupported'; readonly version: string }
+  /** A packet Postgres refuses before it looks at who logs in (08P01, or 53300 for a replication connection). */
+  | { readonly kind: 'refused'; readonly code: string; readonly message: string }
   | {
       readonly kind: 'startup'
       readonly user: string
@@ -33,7 +35,13 @@ export function readStartupRequest(packet: Uint8Array): StartupRequest {
   if (code === StartupCode.SSL || code === StartupCode.GSSENC) return { kind: 'encryption' }
   if (code === StartupCode.Cancel) return { kind: 'cancel', processId: readInt32(packet, 8), secret: readInt32(packet, 12) }
   if (code !== StartupCode.Protocol3) return { kind: 'unsupported', version: `${code >>> 16}.${code & 0xffff}` }
-  return startupFromParams(readStartupParams(packet))
+  const params = readStartupParams(packet)
+  if (!params) return { kind: 'refused', code: '08P01', message: 'invalid startup packet layout: expected terminator as last byte' }
+  // A physical or logical replication connection asks for a WAL sender, which this server has none of (libpq's "true", "on", "yes", "1" or "database").
+  if (/^(true|on|yes|1|database)$/i.test(params.get('replication') ?? 'false')) {
+    return { kind: 'refused', code: '53300', message: 'number of requested standby connections exceeds max_wal_senders (currently 0)' }
+  }
+  return startupFromParams(params)
 }
 
 /** The user, database and application name a StartupMessage's parameters name (the database defaults to the user's name). */

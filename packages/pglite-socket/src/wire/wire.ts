@@ -195,17 +195,22 @@ export function readCString(buf: Uint8Array, at: number, end: number): [string, 
   return [text.decode(buf.subarray(at, i)), i + 1]
 }
 
-/** Startup parameters (user, database, application_name, options...). */
-export function readStartupParams(packet: Uint8Array): Map<string, string> {
+/**
+ * Startup parameters (user, database, application_name, options...);
+ * undefined when they are not NUL-ended name/value pairs followed by the
+ * packet's last byte, a NUL (Postgres refuses such a packet too).
+ */
+export function readStartupParams(packet: Uint8Array): Map<string, string> | undefined {
   const params = new Map<string, string>()
   let at = 8
   while (at < packet.length && packet[at] !== 0) {
     const [key, next] = readCString(packet, at, packet.length)
     const [value, after] = readCString(packet, next, packet.length)
+    if (after > packet.length) return undefined
     params.set(key, value)
     at = after
   }
-  return params
+  return at === packet.length - 1 ? params : undefined
 }
 
 export function readInt32(buf: Uint8Array, at: number): number {
