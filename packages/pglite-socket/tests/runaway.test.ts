@@ -30,16 +30,18 @@ function outcome(promise: Promise<unknown>): Promise<unknown> {
   )
 }
 
-/** A CLI server with `args`, serving a table `t` of 1,000 rows; its URL. */
 /** Whether `promise` is still pending after the event loop turns once. */
 async function pending(promise: Promise<unknown>): Promise<boolean> {
   const marker = Symbol('pending')
   return (await Promise.race([promise.then(() => undefined), new Promise((resolve) => setImmediate(() => resolve(marker)))])) === marker
 }
 
-async function serveTable(args: string[]): Promise<{ cli: Cli; url: string }> {
-  const cli = new Cli(['--port', '0', ...args])
-  const url = (await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!
+/** A CLI server with `args`, serving a table `t` of 1,000 rows; its URL (with `password` in it, when given). */
+async function serveTable(args: string[], password?: string): Promise<{ cli: Cli; url: string }> {
+  const cli = new Cli(['--port', '0', ...args, ...(password === undefined ? [] : ['--password', password])])
+  const served = new URL((await cli.waitFor(/serving .* at (postgresql:\/\/\S+)/))[1]!)
+  if (password !== undefined) served.password = password
+  const url = served.href
   const setup = new pg.Client({ connectionString: url })
   await setup.connect()
   await setup.query('create table t as select g from generate_series(1, 1000) g')
@@ -190,6 +192,61 @@ const startupPacket = (...params: string[]): Buffer => {
   head.writeInt32BE(196608, 4)
   return Buffer.concat([head, body])
 }
+
+describe('new clients of a server with a password while a statement computes', () => {
+  let cli: Cli
+  let url: string
+  let port: number
+
+  beforeAll(async () => {
+    ;({ cli, url } = await serveTable([], 's3cret'))
+    port = Number(new URL(url).port)
+  }, 120_000)
+
+  afterAll(() => cli?.kill())
+
+  const client = (password: string): pg.Client => {
+    const at = new URL(url)
+    at.password = password
+    const c = new pg.Client({ connectionString: at.href })
+    c.on('error', () => {})
+    return c
+  }
+
+  it('log in with SCRAM while another client loops; a wrong password gets 28P01 at once, and later logins then wait for the server', async () => {
+    const looper = client('s3cret')
+    await looper.connect()
+    const newcomer = client('s3cret')
+    const later = client('s3cret')
+    try {
+      const loop = outcome(looper.query('do $$ begin loop end loop; end $$'))
+      await sleep(300)
+      await within(newcomer.connect(), 10_000, 'a client with the password to log in while the loop runs')
+      expect(await pending(loop)).toBe(true)
+      expect(backendKey(newcomer).processId).not.toBe(backendKey(looper).processId)
+
+      const guesser = client('wrong')
+      expect(await within(outcome(guesser.connect()), 10_000, 'a wrong password to be refused')).toMatchObject({
+        code: '28P01',
+        message: 'password authentication failed for user "postgres"',
+      })
+      expect(await pending(loop)).toBe(true)
+      // The door is shut to passwords now: the server's throttle spaces out guesses, and only the server applies it.
+      const laterIn = outcome(later.connect())
+      await sleep(500)
+      expect(await pending(laterIn)).toBe(true)
+
+      const { processId, secret } = backendKey(looper)
+      await sendCancelRequest(port, processId, secret)
+      expect(await within(loop, 20_000, 'the canceled loop')).toMatchObject({ code: '57014' })
+      expect(await within(laterIn, 20_000, 'the later login')).toBeUndefined()
+      expect((await newcomer.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
+      expect((await later.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await Promise.all([newcomer, later, looper].map((c) => c.end().catch(() => {})))
+    }
+  })
+})
 
 describe('garbage at the door while a statement computes', () => {
   let cli: Cli

@@ -1,3 +1,5 @@
+import type { passwordExchange } from '../session/password-exchange.js'
+
 /**
  * The program of the cancel helper process (cancel-helper.ts). It is sent to
  * `node -e` as the text of {@link cancelHelperProgram}, so it imports
@@ -9,14 +11,19 @@
  * server is free again. Any other connection goes back to the server with
  * the bytes read from it; but while the server's thread runs a statement
  * (its heartbeat on the board is fresh), a client the server's door card
- * lets in (no password, a known database, a role that may log in) is
- * started here: it gets its AuthenticationOk, settings, cancel key and
- * ReadyForQuery at once, and goes to the server, which takes it over when
- * the statement ends (a setting told wrong is reported again then).
+ * lets in (a known database, a role that may log in) is started here: it
+ * proves its password if the server has one (through the server's own
+ * `passwordExchange`, passed in as text), gets its AuthenticationOk,
+ * settings, cancel key and ReadyForQuery at once, and goes to the server,
+ * which takes it over when the statement ends (a setting told wrong is
+ * reported again then). A wrong password is reported to the server, which
+ * counts it for its throttle and closes the door to password logins while
+ * its throttle holds any failure.
  */
-export function cancelHelperProgram(boardPath: string, slots: number): void {
+export function cancelHelperProgram(boardPath: string, slots: number, exchange: typeof passwordExchange): void {
   // Not `require`: a bundler turns it into a helper the sent text does not carry.
   const fs = process.getBuiltinModule('node:fs')
+  const crypto = process.getBuiltinModule('node:crypto')
   type Server = import('node:net').Server
   type Socket = import('node:net').Socket
   const CANCEL_CODE = 80877102
@@ -30,8 +37,16 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
   const BUSY_FRESH_MS = 200
   /** A connection that has sent less than a packet's length and code by then goes to the server anyway. */
   const HEAD_WAIT_MS = 1000
+  /** A password exchange not finished by then ends the connection (the server's own limit is its authTimeoutMs). */
+  const AUTH_WAIT_MS = 10_000
+  /** After a wrong password, password logins wait for the server this long (its throttle spaces out the guesses). */
+  const AFTER_FAILURE_MS = 60_000
   const board = fs.openSync(boardPath, 'r+')
   const servers = new Map<string, Server>()
+  /** The password each server asks for, by key (none: no password). */
+  const passwords = new Map<string, { method: 'scram-sha-256' | 'md5' | 'password'; password: string }>()
+  /** Until when password logins go to the server, by key. */
+  const closedUntil = new Map<string, number>()
   let seq = 0
   const send = (message: object, handle?: Socket): void => {
     if (process.connected) process.send!(message, handle as never, { keepOpen: false }, () => {})
@@ -130,10 +145,26 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
     const database = params.get('database') || user
     const facts = card.databases[database] ?? card.databases['*']
     if (!facts || !facts.logins.includes(user)) return false
-    const free = card.keys.filter(([pid]) => !used.has(`${key}:${pid}`))
-    const pair = free[0]
-    if (!pair || card.keys.length - free.length >= card.room) return false
+    const pair = freeKey(key, card)
+    if (!pair) return false
+    const password = passwords.get(key)
+    if (password && (closedUntil.get(key) ?? 0) > Date.now()) return false
+    // Its key is taken now: no other client gets it while this one proves its password.
     used.add(`${key}:${pair[0]}`)
+    const started = (after: Buffer): void => admit(key, socket, fd, params, facts, pair, after)
+    if (!password) started(rest)
+    else authenticate(key, socket, fd, exchange(crypto, password.method, password.password, user), user, pair, rest, started)
+    return true
+  }
+
+  function freeKey(key: string, card: Card): [number, number] | undefined {
+    const free = card.keys.filter(([pid]) => !used.has(`${key}:${pid}`))
+    if (free.length === 0 || card.keys.length - free.length >= card.room) return undefined
+    return free[0]
+  }
+
+  /** Sends a logged-in client its startup reply, then hands it to the server with what it sent since (`after`). */
+  function admit(key: string, socket: Socket, fd: number, params: Map<string, string>, facts: Card['databases'][string], pair: [number, number], after: Buffer): void {
     const told = new Map(facts.reported)
     if (told.has('application_name')) told.set('application_name', params.get('application_name') ?? '')
     const encoding = params.get('client_encoding')
@@ -148,15 +179,79 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
       fs.writeSync(fd, reply)
     } catch {
       socket.destroy()
-      return true
+      return
     }
     if (!socket.destroyed) {
       send(
-        { type: 'started', key, head: rest.toString('base64'), processId: pair[0], secret: pair[1], params: [...params], told: [...told] },
+        { type: 'started', key, head: after.toString('base64'), processId: pair[0], secret: pair[1], params: [...params], told: [...told] },
         socket,
       )
     }
-    return true
+  }
+
+  /**
+   * Runs the password exchange on the connection's descriptor (read as
+   * {@link take} reads it), then `started` with what the client sent after
+   * it; a wrong password gets PostgreSQL's FATAL, and the server hears of
+   * it (its throttle counts it, and it drops the key).
+   */
+  function authenticate(
+    key: string,
+    socket: Socket,
+    fd: number,
+    auth: ReturnType<typeof passwordExchange>,
+    user: string,
+    pair: [number, number],
+    pending: Buffer,
+    started: (after: Buffer) => void,
+  ): void {
+    const deadline = Date.now() + AUTH_WAIT_MS
+    const failed = (code: string, message: string, wrongPassword: boolean): void => {
+      try {
+        fs.writeSync(fd, frame('E', Buffer.concat([cstrings('SFATAL', 'VFATAL', `C${code}`, `M${message}`), Buffer.alloc(1)])))
+      } catch {}
+      socket.destroy()
+      if (wrongPassword) closedUntil.set(key, Date.now() + AFTER_FAILURE_MS)
+      send({ type: 'authFailed', key, processId: pair[0], address: wrongPassword ? (socket.remoteAddress ?? '') : undefined })
+    }
+    try {
+      fs.writeSync(fd, auth.begin())
+    } catch {
+      return failed('08006', 'could not send data to client', false)
+    }
+    let buffered = pending
+    const step = (): void => {
+      if (socket.destroyed) return failed('08006', 'connection closed during authentication', false)
+      let read = -1
+      try {
+        read = fs.readSync(fd, chunk, 0, chunk.length, null)
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') return failed('08006', 'connection lost during authentication', false)
+      }
+      if (read === 0) return failed('08006', 'connection closed during authentication', false)
+      if (read > 0) buffered = Buffer.concat([buffered, chunk.subarray(0, read)])
+      while (buffered.length >= 5) {
+        const length = buffered.readInt32BE(1)
+        if (buffered[0] !== 0x70 /* p */ || length < 4 || length > 10_000) {
+          return failed('08P01', `expected a password message, got type 0x${buffered[0]!.toString(16)}`, false)
+        }
+        if (buffered.length < 1 + length) break
+        const result = auth.step(buffered.subarray(5, 1 + length))
+        buffered = buffered.subarray(1 + length)
+        try {
+          if (result.reply) fs.writeSync(fd, result.reply)
+        } catch {
+          return failed('08006', 'could not send data to client', false)
+        }
+        if (!result.done) continue
+        if (!result.ok) return failed('28P01', `password authentication failed for user "${user}"`, true)
+        return started(buffered)
+      }
+      if (Date.now() >= deadline) return failed('08006', 'authentication timed out', false)
+      setTimeout(step, read > 0 ? 0 : 1)
+    }
+    step()
   }
 
   /**
@@ -225,9 +320,10 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
     if (!socket.destroyed) send({ type: 'connection', key, head: head.toString('base64') }, socket)
   }
 
-  process.on('message', (message: { type: string; key: string }, handle?: Server) => {
+  process.on('message', (message: { type: string; key: string; auth?: { method: 'scram-sha-256' | 'md5' | 'password'; password: string } }, handle?: Server) => {
     if (message.type === 'serve' && handle) {
       servers.set(message.key, handle)
+      if (message.auth) passwords.set(message.key, message.auth)
       ;(handle as Server & { pauseOnConnect: boolean }).pauseOnConnect = true
       handle.on('error', () => {})
       handle.on('connection', (socket: Socket) => take(message.key, socket))
@@ -235,6 +331,7 @@ export function cancelHelperProgram(boardPath: string, slots: number): void {
     } else if (message.type === 'close') {
       servers.get(message.key)?.close()
       servers.delete(message.key)
+      passwords.delete(message.key)
       // Not close()'s callback: that waits for the connections handed to the server to end.
       setImmediate(() => send({ type: 'closed', key: message.key }))
     }

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DoorFacts } from '../pooler/multiplexer.js'
 import type { StartedElsewhere } from '../session/session.js'
+import { passwordExchange } from '../session/password-exchange.js'
+import type { AuthMethod } from '../session/auth.js'
 import { cancelHelperProgram } from './cancel-helper-program.js'
 
 /** Cancels the board keeps; a reader that falls further behind misses the oldest. */
@@ -44,6 +46,14 @@ export interface HelpedServer {
   door(): DoorCard | undefined
   /** A connection the helper started (it has had ReadyForQuery), with what it sent since. */
   started(socket: Socket, head: Uint8Array, client: StartedElsewhere): void
+  /**
+   * The helper's password exchange for the client it gave the key with
+   * process id `processId` failed: the key is not used. `address`: where a
+   * wrong password came from (undefined when the exchange broke off).
+   */
+  authFailed(processId: number, address: string | undefined): void
+  /** The password clients prove (the helper then runs the same exchange); undefined: none. */
+  readonly password?: { readonly method: AuthMethod; readonly password: string }
 }
 
 type HelperMessage =
@@ -52,6 +62,7 @@ type HelperMessage =
   | { type: 'connection'; key: string; head: string }
   | { type: 'cancel'; key: string; seq: number; pid: number; secret: number }
   | { type: 'started'; key: string; head: string; processId: number; secret: number; params: [string, string][]; told: [string, string][] }
+  | { type: 'authFailed'; key: string; processId: number; address?: string }
 
 /**
  * While the engine runs a statement, the server's thread reads no socket:
@@ -103,7 +114,8 @@ export class CancelHelper {
       board = openSync(path, 'w+', 0o600)
       const { NODE_OPTIONS: _ignored, ...env } = process.env
       // Transpilers that keep function names (tsx, vitest) call a `__name` helper the text does not carry.
-      const source = `const __name = (target) => target;(${cancelHelperProgram.toString()})(${JSON.stringify(path)}, ${SLOTS})`
+      // The password exchange goes as text too: the helper checks passwords with the server's own code.
+      const source = `const __name = (target) => target;(${cancelHelperProgram.toString()})(${JSON.stringify(path)}, ${SLOTS}, ${passwordExchange.toString()})`
       const child = spawn(process.execPath, ['--max-old-space-size=32', '-e', source], {
         stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
         env,
@@ -160,7 +172,8 @@ export class CancelHelper {
     const key = String(++this.#nextKey)
     this.#servers.set(key, target)
     const serving = this.#reply(`serving:${key}`)
-    this.#child.send({ type: 'serve', key }, server)
+    // Over the IPC channel only: the password is never written to the board's file.
+    this.#child.send({ type: 'serve', key, auth: target.password }, server)
     await serving
     return async () => {
       if (!this.#servers.delete(key) || this.#gone) return
@@ -268,6 +281,8 @@ export class CancelHelper {
         target.started(handle, Buffer.from(message.head, 'base64'), client)
         return
       }
+      case 'authFailed':
+        return this.#servers.get(message.key)?.authFailed(message.processId | 0, message.address)
       case 'cancel': {
         if (this.#viaBoard.delete(message.seq)) return
         if (message.seq > this.#scanned) this.#viaMessage.add(message.seq)

@@ -237,12 +237,13 @@ export class DatabaseHost implements SessionHost {
   /**
    * What the cancel helper may let in while this thread runs a statement,
    * by database name (`*`: any name is the main database): the main one and
-   * the others that have a client now. None with a password: the helper
-   * does not authenticate.
+   * the others that have a client now. With a password, none while the
+   * throttle holds a failed attempt: the helper checks passwords without
+   * the throttle's waits, so guesses then wait for this thread.
    */
   doorFacts(): Record<string, DoorFacts> {
     const out: Record<string, DoorFacts> = {}
-    if (this.password !== undefined) return out
+    if (this.password !== undefined && this.authThrottle.holdsFailures) return out
     const main = multiplexerFor(this.#main).doorFacts()
     if (main) out[this.#anyName ? '*' : this.#mainName] = main
     for (const [name, mux] of this.#inUse) {

@@ -194,6 +194,12 @@ export class PGliteServer extends EventEmitter {
         },
         cancel: (processId, secret) => this.#host.cancel(processId, secret),
         door: () => this.#door(),
+        password: this.#host.password === undefined ? undefined : { method: this.#host.authMethod, password: this.#host.password },
+        authFailed: (processId, address) => {
+          const reserved = this.#doorKeys.findIndex(([pid]) => pid === processId)
+          if (reserved >= 0) this.#doorKeys.splice(reserved, 1)
+          if (address !== undefined) this.#host.authThrottle.failed(address)
+        },
         started: (socket, head, client) => {
           const reserved = this.#doorKeys.findIndex(([pid, secret]) => pid === client.processId && secret === client.secret)
           // Only a key this server reserved for the helper.

@@ -50,6 +50,12 @@ export class AuthThrottle {
     entry.nextAt = Math.max(entry.nextAt, now + this.#delay(entry.count))
   }
 
+  /** Whether any address has a failed attempt it has not outlived (stale ones are forgotten on the way). */
+  get holdsFailures(): boolean {
+    for (const address of this.#entries.keys()) if (this.#live(address)) return true
+    return false
+  }
+
   succeeded(address: string): void {
     this.#entries.delete(address)
   }
