@@ -501,9 +501,9 @@ export class Cli {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   readonly #printed = new Waiters()
 
-  /** `built`: the bundled `dist/cli.js`, as installed, instead of the source. */
-  constructor(args: string[], { built = false }: { built?: boolean } = {}) {
-    const entry = built ? [join(packageDir, 'dist', 'cli.js')] : ['--import', tsxLoader, cliPath]
+  /** `built`: the bundled `dist/cli.js`, as installed, instead of the source; `script`: another program of the tests', run the same way. */
+  constructor(args: string[], { built = false, script }: { built?: boolean; script?: string } = {}) {
+    const entry = built ? [join(packageDir, 'dist', 'cli.js')] : ['--import', tsxLoader, script ?? cliPath]
     this.child = spawn(process.execPath, [...entry, ...args], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { connect as tcpConnect } from 'node:net'
+import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Cli, backendKey, hasProgram, libpqEnv, run, sendCancelRequest, within } from './helpers.js'
+import { Cli, backendKey, hasProgram, libpqEnv, run, sendCancelRequest, startupPacket, within } from './helpers.js'
 
 /*
  * Statements that compute without calling out of the engine (issue
@@ -185,13 +186,35 @@ function rawExchange(port: number, chunks: Uint8Array[]): { closed: Promise<Buff
   return { closed, socket }
 }
 
-const startupPacket = (...params: string[]): Buffer => {
-  const body = Buffer.from(`${params.join('\0')}\0\0`, 'utf8')
-  const head = Buffer.alloc(8)
-  head.writeInt32BE(body.length + 8, 0)
-  head.writeInt32BE(196608, 4)
-  return Buffer.concat([head, body])
-}
+describe("new clients while the host application's own statement computes", () => {
+  it('connect while an in-process db.exec loops, and their query runs once it ends', async () => {
+    const host = new Cli([], { script: fileURLToPath(new URL('./fixtures/host-busy.ts', import.meta.url)) })
+    try {
+      const url = (await host.waitFor(/serving at (postgresql:\/\/\S+)/))[1]!
+      // A client before it: the server has learned who may log in there.
+      const first = new pg.Client({ connectionString: url })
+      await first.connect()
+      await first.query('select 1')
+      await first.end()
+      host.child.kill('SIGUSR2')
+      await host.waitFor(/host statement started/)
+      await sleep(300)
+      const newcomer = new pg.Client({ connectionString: url })
+      newcomer.on('error', () => {})
+      try {
+        await within(newcomer.connect(), 10_000, 'a client to connect while the host computes')
+        // The host's thread printed nothing since: its statement still runs.
+        expect(host.stdout).not.toMatch(/host statement ended/)
+        expect((await within(newcomer.query('select count(*)::int as n from t'), 20_000, "the newcomer's query")).rows).toEqual([{ n: 1000 }])
+        expect((await host.waitFor(/host statement ended: (\w+)/))[1]).toBe('57014')
+      } finally {
+        await newcomer.end().catch(() => {})
+      }
+    } finally {
+      host.kill()
+    }
+  })
+})
 
 describe('new clients of a server with a password while a statement computes', () => {
   let cli: Cli
@@ -279,13 +302,13 @@ describe('garbage at the door while a statement computes', () => {
         // A length past any startup packet's.
         [oversized, Buffer.alloc(64, 0x41)],
         // Parameters without their terminating NULs.
-        [Buffer.concat([startupPacket('user', 'postgres').subarray(0, 8), Buffer.alloc(15, 0x42)])],
+        [Buffer.concat([startupPacket({ user: 'postgres' }).subarray(0, 8), Buffer.alloc(15, 0x42)])],
         // An SSLRequest, then garbage where the startup packet belongs.
         [ssl, Buffer.alloc(32, 0xff)],
         // A good startup packet with garbage frames right behind it, in one write.
-        [Buffer.concat([startupPacket('user', 'postgres', 'database', 'postgres'), Buffer.from([0x51, 0, 0, 0, 3, 0xde, 0xad])])],
+        [Buffer.concat([startupPacket({ user: 'postgres', database: 'postgres' }), Buffer.from([0x51, 0, 0, 0, 3, 0xde, 0xad])])],
         // A replication connection, which only the server may refuse.
-        [startupPacket('user', 'postgres', 'replication', 'database')],
+        [startupPacket({ user: 'postgres', replication: 'database' })],
       ].map((chunks) => rawExchange(port, chunks))
       // The loop still holds the server's thread through all of it.
       await sleep(300)

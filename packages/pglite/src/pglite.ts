@@ -125,6 +125,15 @@ export interface EngineLease {
    */
   stopWhen(check: (() => boolean) | undefined): void
   /**
+   * From now on, `beat` is called while any exec of this instance runs
+   * (an in-process caller's too), where the statement calls out of the
+   * engine: first 10 ms into it, then every 10 ms. A server tells its
+   * helper process with it that this thread is busy. It must not call the
+   * instance. `undefined`: none. Kept after release (not across a restart:
+   * set it at each lease).
+   */
+  whileBusy(beat: (() => void) | undefined): void
+  /**
    * Where a later exec of this lease that runs `COPY ... FROM STDIN` gets
    * the rest of its data once it has read all of its message: `next` is
    * called (synchronously, inside the exec) for whole CopyData frames, the
@@ -1218,6 +1227,9 @@ export class PGlite implements AsyncDisposable {
       },
       stopWhen: (check) => {
         if (!released) backend.stopWhen = check
+      },
+      whileBusy: (beat) => {
+        if (!released) backend.whileBusy = beat
       },
       copyInFrom: (next) => {
         if (!released) backend.copyInSource = next

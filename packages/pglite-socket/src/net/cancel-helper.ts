@@ -76,6 +76,8 @@ type HelperMessage =
  */
 export class CancelHelper {
   static #shared: Promise<CancelHelper | undefined> | undefined
+  /** The process's helper once it runs (undefined: none, or gone). */
+  static current: CancelHelper | undefined
   /** Why the last start failed, for the server's warning. */
   static startError: Error | undefined
 
@@ -95,6 +97,7 @@ export class CancelHelper {
     CancelHelper.#shared ??= CancelHelper.#start().then(
       (helper) => {
         CancelHelper.startError = undefined
+        CancelHelper.current = helper
         return helper
       },
       (err: unknown) => {
@@ -213,6 +216,11 @@ export class CancelHelper {
     return hit
   }
 
+  /** This thread runs a statement (an in-process caller's, say): new clients get in meanwhile (see {@link #heartbeat}). */
+  busy(): void {
+    if (!this.#gone) this.#heartbeat()
+  }
+
   /**
    * Tells the helper that this thread runs a statement (it is asked every
    * ~10 ms while one runs), with the door card of every server it helps at
@@ -317,6 +325,7 @@ export class CancelHelper {
     if (this.#gone) return
     this.#gone = true
     if (CancelHelper.#shared) CancelHelper.#shared = undefined
+    if (CancelHelper.current === this) CancelHelper.current = undefined
     closeSync(this.#board)
     for (const settle of [...this.#replies.values()]) settle(why)
   }

@@ -3,7 +3,7 @@ import { AuthThrottle } from '../session/auth-throttle.js'
 import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
 import type { AuthMethod } from '../session/auth.js'
 import { Multiplexer, type DoorFacts, type SocketDatabase } from '../pooler/multiplexer.js'
-import type { CancelHelper } from './cancel-helper.js'
+import { CancelHelper } from './cancel-helper.js'
 import type { CancelTarget, SessionHost } from '../session/session.js'
 
 /** A startup packet named a database the server does not have (FATAL 3D000 for the client). */
@@ -28,7 +28,8 @@ const multiplexers = new WeakMap<SocketDatabase, Multiplexer>()
 
 export function multiplexerFor(db: SocketDatabase): Multiplexer {
   let mux = multiplexers.get(db)
-  if (!mux) multiplexers.set(db, (mux = new Multiplexer(db)))
+  // The process's cancel helper hears that this thread is busy, whoever's statement runs.
+  if (!mux) multiplexers.set(db, (mux = new Multiplexer(db, () => CancelHelper.current?.busy())))
   return mux
 }
 

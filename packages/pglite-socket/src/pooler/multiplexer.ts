@@ -144,9 +144,12 @@ export class Multiplexer {
   /** Channel -> clients that LISTEN on it. */
   readonly channels = new Map<string, Set<MuxClient>>()
   #unhook: (() => void) | undefined
+  /** Called while any statement of the engine computes, an in-process caller's too (`EngineLease.whileBusy`). */
+  readonly whileBusy: (() => void) | undefined
 
-  constructor(db: SocketDatabase) {
+  constructor(db: SocketDatabase, whileBusy?: () => void) {
     this.db = db
+    this.whileBusy = whileBusy
   }
 
   get owner(): MuxClient | undefined {
@@ -248,6 +251,8 @@ export class Multiplexer {
         this.#lease = lease
         // pg_stat_activity lists this server's clients, also to in-process callers.
         lease.reportActivity(this.#activity)
+        // In-process callers' long statements open the door to new clients too.
+        lease.whileBusy(this.whileBusy)
         if (lease.restarts !== this.#restarts) this.#engineRestarted(lease)
         // Nothing ran since the engine was last ours: the session is as we left it.
         if (lease.restarts === this.#returned.restarts && lease.requests === this.#returned.requests) {

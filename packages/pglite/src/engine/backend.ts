@@ -345,6 +345,13 @@ export class Backend {
    */
   stopWhen: (() => boolean) | undefined
   /**
+   * Called where any request that has run {@link STOP_POLL_MS} calls out of
+   * the engine, and then every {@link STOP_POLL_MS}, whoever runs it (an
+   * in-process caller too): a server tells its helper process that this
+   * thread is busy, so new clients get in meanwhile. Undefined: none.
+   */
+  whileBusy: (() => void) | undefined
+  /**
    * Where a request inside `COPY ... FROM STDIN` gets more data once it has
    * read all of its own: each call returns whole CopyData frames, the last
    * of them possibly a CopyDone or CopyFail, or undefined to fail the COPY.
@@ -393,6 +400,7 @@ export class Backend {
     this.#control.poll = (now) => {
       const control = this.#control
       control.pollAt = now + STOP_POLL_MS
+      this.whileBusy?.()
       if (!this.stopWhen?.()) return
       control.pollAt = Infinity
       control.cancelStatement()
@@ -747,7 +755,7 @@ export class Backend {
     this.requests++
     this.#inRequest = true
     if (this.timeLimitMs !== undefined) this.#control.cancelAt = started + this.timeLimitMs
-    if (this.stopWhen !== undefined) this.#control.pollAt = started + STOP_POLL_MS
+    if (this.stopWhen !== undefined || this.whileBusy !== undefined) this.#control.pollAt = started + STOP_POLL_MS
     const topHandler = this.#guards.exceptionStack
     let failure: unknown
     try {
