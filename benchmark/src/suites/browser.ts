@@ -21,6 +21,10 @@ import type { BrowserBenchApi } from './browser-page.js'
 export const OURS = 'pgwasm (browser build)'
 export const ANCHOR = 'PGlite'
 export const BROWSER_PATHS = [OURS, ANCHOR]
+/** The same libraries in Debian's Firefox ESR, for the store rows ({@link FIREFOX_CASES}). */
+export const OURS_FIREFOX = `${OURS}, Firefox`
+export const ANCHOR_FIREFOX = `${ANCHOR}, Firefox`
+export const FIREFOX_PATHS = [OURS_FIREFOX, ANCHOR_FIREFOX]
 export const CREATE_MEMORY = 'in-memory create, first in a new page'
 export const CREATE_MEMORY_LATER = 'in-memory create, later in the page'
 export const IDB_FIRST = 'idb:// first create'
@@ -43,6 +47,8 @@ const WORKER_STORES = [
   ['opfs-ahp', OPFS_WRITE, OPFS_REOPEN],
   ['idb', IDB_WORKER_WRITE, IDB_WORKER_REOPEN],
 ] as const
+/** The rows also measured in Firefox: the stores, as Chromium measures them. */
+export const FIREFOX_CASES = [IDB_FIRST, IDB_WRITE, IDB_REOPEN, OPFS_WRITE, OPFS_REOPEN]
 export const BROWSER_CASES = [
   CREATE_MEMORY,
   CREATE_MEMORY_LATER,
@@ -68,6 +74,7 @@ const FAILOVER_LIMIT_MS = 5_000
 const ISOLATION_HEADERS = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' }
 
 const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
+const FIREFOX = process.env.PGWASM_FIREFOX ?? '/usr/bin/firefox-esr'
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 const TYPES: Record<string, string> = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.data': 'application/octet-stream', '.gz': 'application/gzip' }
 
@@ -316,6 +323,7 @@ export async function run(s: SuiteRun): Promise<void> {
     ratio('browser: durable opfs-ahp:// insert + select through a worker, pgwasm / PGlite', OPFS_WRITE)
     ratio('browser: opfs-ahp:// reopen in a new worker, pgwasm / PGlite', OPFS_REOPEN)
     s.ratio('browser: opfs-ahp:// / idb:// insert + select through a worker, pgwasm', { case: OPFS_WRITE, path: OURS }, { case: IDB_WORKER_WRITE, path: OURS })
+    await firefoxRows(s, origin, impls, { coldSamples, writeOps })
     s.notes.push(
       `Chromium: ${browser.version()}. Each round is a new browser context (cold HTTP cache, empty IndexedDB) per library; the libraries alternate.`,
       "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating; each sample is one block of 20 insert + select ops divided by 20, since Chromium's timer has 0.1 ms resolution without cross-origin isolation (single-op samples read 0.2 vs 0.5 ms where blocks show ~0.16 vs ~0.5). A worker op costs two postMessage round trips, ~0.05-0.1 ms each in this Chromium even for an empty reply. The cross-origin isolated rows run the same in a page served with COOP/COEP headers, where pgwasm's PGliteWorker sends calls through shared memory (a round trip ~0.03-0.04 ms here against 0.09-0.17 ms by postMessage).",
@@ -328,5 +336,84 @@ export async function run(s: SuiteRun): Promise<void> {
   } finally {
     await browser?.close()
     await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+/**
+ * The store rows ({@link FIREFOX_CASES}) in Debian's Firefox ESR, driven over
+ * WebDriver BiDi (puppeteer-core; Playwright drives only its own Firefox
+ * build): each round a new browser context per library, the libraries
+ * alternating, the same page code as in Chromium.
+ */
+async function firefoxRows(s: SuiteRun, origin: string, impls: Impl[], { coldSamples, writeOps }: { coldSamples: number; writeOps: number }): Promise<void> {
+  const inFirefox = impls.map((impl) => ({ ...impl, label: impl.side === 'ours' ? OURS_FIREFOX : ANCHOR_FIREFOX }))
+  const mark = (status: 'skipped' | 'failed', reason: string, impl: Pick<Impl, 'label' | 'side'>) => {
+    for (const c of FIREFOX_CASES) if (s.wants(c)) s.mark({ case: c, path: impl.label, side: impl.side, unit: 'ms', status, reason })
+  }
+  if (!FIREFOX_CASES.some((c) => s.wants(c))) return
+  if (!existsSync(FIREFOX)) {
+    for (const impl of inFirefox) mark('skipped', `no Firefox at ${FIREFOX} (apt-get install firefox-esr, or set PGWASM_FIREFOX)`, impl)
+    return
+  }
+  const puppeteer = (await import('puppeteer-core')).default
+  const firefox = await puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true })
+  const samples = new Map<string, number[]>()
+  const failed = new Map<string, string>()
+  const push = (c: string, impl: Impl, values: number[]) => samples.set(`${c}|${impl.label}`, [...(samples.get(`${c}|${impl.label}`) ?? []), ...values])
+  type FirefoxPage = Awaited<ReturnType<typeof firefox.newPage>>
+  const callIn = <K extends keyof Api>(page: FirefoxPage, fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>> =>
+    page.evaluate(
+      (name, a) => (globalThis as unknown as { benchApi: Record<string, (...x: unknown[]) => unknown> }).benchApi[name]!(...a),
+      fn,
+      args as unknown[],
+    ) as Promise<Awaited<ReturnType<Api[K]>>>
+  try {
+    for (let round = 0; round < coldSamples; round++) {
+      for (const impl of round % 2 === 0 ? inFirefox : [...inFirefox].reverse()) {
+        if (failed.has(impl.label)) continue
+        const context = await firefox.createBrowserContext()
+        try {
+          s.progress(`Firefox round ${round + 1}/${coldSamples}: ${impl.label}`)
+          const page = await context.newPage()
+          await page.goto(origin + impl.page)
+          await page.waitForFunction(() => 'benchApi' in globalThis, { timeout: 60_000 })
+          push(IDB_FIRST, impl, [await callIn(page, 'openIdb', 'bench', false)])
+          push(IDB_WRITE, impl, await callIn(page, 'insertSelect', 'bench', 0, writeOps))
+          await page.reload()
+          await page.waitForFunction(() => 'benchApi' in globalThis, { timeout: 60_000 })
+          push(IDB_REOPEN, impl, [await callIn(page, 'openIdb', 'bench', false)])
+          const rows = await callIn(page, 'count', 'bench')
+          if (rows !== writeOps) throw new Error(`after the reload idb://bench has ${rows} rows, ${writeOps} were committed`)
+          await callIn(page, 'close', 'bench')
+          const store = await callIn(page, 'workerStore', impl.worker, `opfs-ahp://store-${round}`, writeOps)
+          push(OPFS_WRITE, impl, store.ops)
+          push(OPFS_REOPEN, impl, [store.reopenMs])
+        } catch (err) {
+          failed.set(impl.label, errorText(err))
+        } finally {
+          await context.close()
+        }
+      }
+    }
+    for (const impl of inFirefox) {
+      const reason = failed.get(impl.label)
+      if (reason !== undefined) {
+        mark('failed', reason, impl)
+        continue
+      }
+      for (const c of FIREFOX_CASES) {
+        if (!s.wants(c)) continue
+        s.add({ case: c, path: impl.label, side: impl.side, unit: 'ms', samples: samples.get(`${c}|${impl.label}`) ?? [], ...(impl.side === 'anchor' ? { vs: OURS_FIREFOX } : {}) })
+      }
+    }
+    const ratio = (name: string, c: string) => s.ratio(name, { case: c, path: OURS_FIREFOX }, { case: c, path: ANCHOR_FIREFOX })
+    ratio('browser, Firefox: durable idb insert+select, pgwasm / PGlite', IDB_WRITE)
+    ratio('browser, Firefox: idb reopen after reload, pgwasm / PGlite', IDB_REOPEN)
+    ratio('browser, Firefox: first idb create, pgwasm / PGlite', IDB_FIRST)
+    ratio('browser, Firefox: durable opfs-ahp:// insert + select through a worker, pgwasm / PGlite', OPFS_WRITE)
+    ratio('browser, Firefox: opfs-ahp:// reopen in a new worker, pgwasm / PGlite', OPFS_REOPEN)
+    s.notes.push(`Firefox: ${await firefox.version()}, over WebDriver BiDi (puppeteer-core); the store rows only, each round a new browser context per library.`)
+  } finally {
+    await firefox.close()
   }
 }
