@@ -1,15 +1,9 @@
-import type { Server } from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 import type { Browser, Page } from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
-import { fileServer } from './fixtures/chromium.js'
-import { callFirefoxPage, openFirefoxPage, serveToFirefox } from './fixtures/firefox.js'
+import { callFirefoxPage, launchFirefox, openFirefoxPage } from './fixtures/firefox.js'
+import { eventually, serveTestPages } from './fixtures/test-pages.js'
 
 /**
  * The browser build in real headless Firefox (Debian's `firefox-esr`, over
@@ -18,11 +12,7 @@ import { callFirefoxPage, openFirefoxPage, serveToFirefox } from './fixtures/fir
  * feature of the README's support table.
  */
 
-const here = dirname(fileURLToPath(import.meta.url))
-const pkgDir = join(here, '..')
-
-let out: string
-let server: Server
+let pages: Awaited<ReturnType<typeof serveTestPages>>
 let origin: string
 let browser: Browser
 
@@ -33,46 +23,15 @@ const tabs = (page: Page) =>
   <K extends keyof TabsApi>(fn: K, ...args: Parameters<TabsApi[K]>): Promise<Awaited<ReturnType<TabsApi[K]>>> =>
     callFirefoxPage(page, 'pgwasmTabs', fn, args)
 
-/** Resolves once `check` does, polling; fails after `ms`. */
-async function eventually(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen in ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
-
 beforeAll(async () => {
-  if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
-  out = mkdtempSync(join(tmpdir(), 'pgwasm-firefox-'))
-  await build({
-    entryPoints: [join(here, 'browser', 'app.ts'), join(here, 'browser', 'tabs.ts'), join(here, 'browser', 'pg-worker.ts')],
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    outdir: out,
-    logLevel: 'error',
-  })
-  const page = (script: string): [string, string] => ['text/html', `<!doctype html><meta charset="utf-8"><script type="module" src="/${script}"></script>`]
-  const vectorBundle = fileURLToPath((await (await import('@electric-sql/pglite-pgvector')).vector.setup(undefined as never, {})).bundlePath)
-  const assets = join(pkgDir, 'dist', 'browser', 'assets')
-  const files: Record<string, [string, Buffer | string]> = {
-    '/': page('app.js'),
-    '/tabs': page('tabs.js'),
-    '/app.js': ['text/javascript', readFileSync(join(out, 'app.js'))],
-    '/tabs.js': ['text/javascript', readFileSync(join(out, 'tabs.js'))],
-    '/pg-worker.js': ['text/javascript', readFileSync(join(out, 'pg-worker.js'))],
-    '/vector.tar.gz': ['application/gzip', readFileSync(vectorBundle)],
-  }
-  for (const name of readdirSync(assets)) files[`/assets/${name}`] = [name.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream', readFileSync(join(assets, name))]
-  server = fileServer(files)
-  ;({ origin, browser } = await serveToFirefox(server))
+  pages = await serveTestPages()
+  origin = pages.origin
+  browser = await launchFirefox()
 }, 120_000)
 
 afterAll(async () => {
   await browser?.close()
-  await new Promise<void>((resolve) => (server?.listening ? server.close(() => resolve()) : resolve()))
-  if (out) rmSync(out, { recursive: true, force: true })
+  await pages?.close()
 })
 
 describe('browser build in Firefox', () => {

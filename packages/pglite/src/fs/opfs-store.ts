@@ -93,7 +93,14 @@ export class OpfsStore {
   static async open(name: string): Promise<OpfsStore> {
     const storage = (globalThis.navigator as { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } | undefined)?.storage
     if (!storage?.getDirectory) {
-      throw new EngineError(`opfs-ahp://${name} needs the origin private file system (a browser); in Node use a directory path or memory://`, { code: 'BAD_DATA_DIR' })
+      // A browser without it (WebKitGTK's, or a page that is not a secure context) is told what to use instead.
+      const inBrowser = typeof (globalThis as { indexedDB?: unknown }).indexedDB !== 'undefined'
+      throw new EngineError(
+        inBrowser
+          ? `opfs-ahp://${name} needs the origin private file system (navigator.storage.getDirectory), which this browser does not offer here (WebKitGTK has none; other browsers only in a secure context): use idb://${name}`
+          : `opfs-ahp://${name} needs the origin private file system (a browser); in Node use a directory path or memory://`,
+        { code: 'BAD_DATA_DIR' },
+      )
     }
     if (typeof (globalThis as { FileSystemSyncAccessHandle?: unknown }).FileSystemSyncAccessHandle === 'undefined') {
       throw new EngineError(`opfs-ahp://${name} needs a dedicated worker (synchronous access handles): open it in a PGliteWorker's worker, or use idb://${name} on the page`, { code: 'BAD_DATA_DIR' })
