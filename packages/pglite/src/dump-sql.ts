@@ -11,7 +11,7 @@
  * foreign tables, publications, large objects, and extension configuration
  * tables (an extension's own objects are re-made by CREATE EXTENSION).
  */
-import type { Transaction } from './pglite.js'
+import type { Transaction } from './transaction-types.js'
 
 /** The part of a database this needs: one transaction holding the instance. */
 export interface SqlDumpSource {

@@ -1,6 +1,6 @@
 import { inNode } from './engine/node-builtin.js'
 import type { DataTree } from './engine/pgdata-tree.js'
-import type { ContribExtension } from './extensions/contrib.js'
+import type { ContribExtension } from './extensions/contrib-types.js'
 import type { DataDirArchive } from './fs/dump.js'
 import type { Filesystem } from './fs-compat/filesystem.js'
 import type { PGlite } from './pglite.js'

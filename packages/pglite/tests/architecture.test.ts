@@ -20,12 +20,9 @@ const ENGINE_OUTSIDE: Readonly<Record<string, string>> = {
 
 /** Import circles (as sorted member lists), and why each is still there. */
 const CIRCLES: Readonly<Record<string, string>> = {
-  'extensions/contrib.ts options.ts': 'the extension option types name the contrib type and back',
   'engine/starter.ts extensions/contrib.ts options.ts pglite.ts': 'the add-on setup type names the PGlite class',
   'options.ts pglite.ts': 'the add-on setup type names the PGlite class',
   'extensions/contrib.ts options.ts pglite.ts': 'the add-on setup type names the PGlite class',
-  'dump-sql.ts pglite.ts': 'dumps take the Transaction type of pglite.ts',
-  'extensions/contrib-bundles.ts extensions/contrib.ts': 'the bundle reader takes the ContribExtension type',
   'worker/calls.ts worker/client.ts worker/options.ts worker/protocol.ts': 'the worker add-on setup type names the PGliteWorker class',
 }
 

@@ -1,6 +1,6 @@
 import { base64Bytes } from '../engine/engine-files.browser.js'
 import { EngineError } from '../errors.js'
-import type { ContribExtension } from './contrib.js'
+import type { ContribExtension } from './contrib-types.js'
 
 /**
  * The gzipped tarball of a contrib bundle in the browser build: the engine's

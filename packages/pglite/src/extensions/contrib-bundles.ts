@@ -1,6 +1,6 @@
 import { locateEngine } from '../engine/assets.js'
 import { EngineError } from '../errors.js'
-import type { ContribExtension } from './contrib.js'
+import type { ContribExtension } from './contrib-types.js'
 
 const BUNDLE_NAME = /^[A-Za-z0-9_-]+$/
 

@@ -4,7 +4,8 @@
  */
 import { ClosedError } from '../errors.js'
 import { dropTaggedWatch, taggedWatchIn } from '../live/triggers.js'
-import type { PGlite, Transaction } from '../pglite.js'
+import type { PGlite } from '../pglite.js'
+import type { Transaction } from '../transaction-types.js'
 import type { DescribeQueryResult, Notice } from '../query/results.js'
 import { encodeError } from './error-codec.js'
 import { OpenTransaction } from './open-transaction.js'

@@ -1,4 +1,5 @@
-import type { PGlite, Transaction } from '../pglite.js'
+import type { PGlite } from '../pglite.js'
+import type { Transaction } from '../transaction-types.js'
 
 /**
  * A transaction held open in the worker while the page's callback runs: the
