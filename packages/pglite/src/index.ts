@@ -39,4 +39,4 @@ export { IdbFs } from './fs-compat/idb.js'
 export type { Filesystem } from './fs-compat/filesystem.js'
 export { TransactionAbortedError } from './transaction-aborted-error.js'
 // Not in ./contrib: that module holds one export per bundle, as PGlite's does.
-export { onUse } from './extensions/contrib.js'
+export { onUse } from './extensions/on-use.js'
