@@ -1,19 +1,9 @@
 import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/assets.js'
-import { Backend, type DataDirMount, type SessionTimeouts } from './engine/backend.js'
+import { Backend, type DataDirMount } from './engine/backend.js'
 import type { EngineSnapshot } from './engine/snapshot.js'
 import { treeRelationBytes, type DataTree } from './engine/pgdata-tree.js'
 import type { PostgresModule } from './engine/emscripten.js'
-import type { UtilityRefusal, UtilityStatement } from './engine/utility-hook.js'
-import type { ActivityRow } from './engine/activity-report.js'
-import {
-  ARRAY_TYPES_SQL,
-  getMemoryTemplate,
-  getTemplate,
-  knownArrayTypes,
-  memoryTemplateKey,
-  rememberArrayTypes,
-  type ArrayTypeRow,
-} from './engine/template.js'
+import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow } from './engine/template.js'
 import {
   prefetchSavedState,
   prefetchSnapshot,
@@ -30,19 +20,15 @@ import {
 } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
-import { FRONTEND_TYPES, Frontend } from './protocol/codes.js'
 import type { ResultCollector } from './protocol/decode.js'
-import { validateFrontendFrames, validateStartupPacket } from './protocol/frames.js'
-import { ParsedHandler, RawAccumulator, RawHandler, RawNotifyHandler, type ProtocolHandler } from './protocol/handlers.js'
-import { MessageSink, type BackendMessage } from './protocol/message-sink.js'
-import type { Notification } from './protocol/messages.js'
-import { abortedError, stoppable, whileNotAborted, type TransactionOptions } from './query/abort.js'
+import type { BackendMessage } from './protocol/message-sink.js'
+import { stoppable, whileNotAborted, type TransactionOptions } from './query/abort.js'
 import { ExecQueue } from './query/queue.js'
 import type { DescribeQueryResult, QueryOptions, Results } from './query/results.js'
 import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
-import { defaultParsers, defaultSerializers, makeArrayParser, serializeArray, type Parser, type Serializer } from './types/index.js'
+import { defaultParsers, defaultSerializers, type Parser, type Serializer } from './types/index.js'
 import { BASE_ARGS, IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteExtensionSetup, type PGliteOptions } from './options.js'
 import { fsDataDir } from './fs-compat/filesystem.js'
 import type { IdbPersistence } from './fs/idb-persistence.js'
@@ -50,6 +36,13 @@ import { closeAddOns } from './extensions/add-on-closers.js'
 import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries, type ContribExtension } from './extensions/contrib.js'
 import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
+import { parseArrayTypes, readArrayTypes, registerArrayTypes } from './instance/array-types.js'
+import { takeLease } from './instance/engine-lease.js'
+import { deathError, restartFailure, startAgain } from './instance/engine-restart.js'
+import { ProtocolExec } from './instance/protocol-exec.js'
+import { runExec, runQuery } from './instance/query-calls.js'
+import { quoteIdent } from './instance/quote-ident.js'
+import { runTransaction } from './instance/transaction-handle.js'
 import type { ExecProtocolOptions, ExecProtocolResult, ExecProtocolStreamOptions } from './exec-protocol-types.js'
 import type { EngineLease } from './lease-types.js'
 import type { Transaction } from './transaction-types.js'
@@ -117,12 +110,7 @@ export class PGlite implements AsyncDisposable {
   /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
   #contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined
   readonly #extensionClosers: (() => Promise<void>)[] = []
-  // Made once; re-armed per exec (no per-exec closures on the hot path).
-  readonly #messageSink = new MessageSink()
-  readonly #messageHandler = new ParsedHandler(this.#messageSink)
-  readonly #raw = new RawHandler()
-  readonly #rawNotify = new RawNotifyHandler()
-  readonly #accumulator = new RawAccumulator()
+  readonly #protocol = new ProtocolExec(this.#notify, () => this.#runner)
 
   /**
    * @param dataDir `memory://` or nothing for an in-memory database; a path
@@ -481,15 +469,11 @@ export class PGlite implements AsyncDisposable {
     if (this.#backend === dead && !this.#closed) {
       if (this.#restart && !this.#closing) {
         try {
-          const runner = this.#attach(await this.#restart())
-          this.#setRole(runner)
-          this.#registerArrayTypes(runner)
-          if (dead.lockedSessionUser !== undefined) this.#backend.lockSessionUser(dead.lockedSessionUser)
-          for (const channel of this.#notify.channels) runner.exec(`LISTEN ${quoteIdent(channel)}`, undefined)
+          await startAgain(dead, { restart: this.#restart, adopt: (backend) => this.#adopt(backend), channels: this.#notify.channels })
           this.#inTransaction = false
           this.#restarts++
         } catch (err) {
-          this.#closedBecause ??= `starting the engine again on the data directory failed: ${err instanceof Error ? err.message : String(err)}`
+          this.#closedBecause ??= restartFailure(err)
           this.#markDead()
         }
       } else {
@@ -499,24 +483,21 @@ export class PGlite implements AsyncDisposable {
     return this.#deathError(dead)
   }
 
-  /** How `dead`'s failure reads to a caller, once the instance did (or did not) start the engine again. */
+  /** A new engine after a death, its session as the old one's was at its start. */
+  #adopt(backend: Backend): QueryRunner {
+    const runner = this.#attach(backend)
+    this.#setRole(runner)
+    this.#registerArrayTypes(runner)
+    return runner
+  }
+
   #deathError(dead: Backend, pending = false): EngineError {
-    const error = dead.deadError!
-    const reopened = this.#restart !== undefined && (pending || (!this.#closed && this.#backend !== dead))
-    const from = this.dataDir?.startsWith('idb://') ? 'IndexedDB' : this.dataDir?.startsWith('opfs-ahp://') ? 'OPFS' : 'its directory'
-    const outcome = pending
-      ? `the database is being opened again from ${from}`
-      : reopened
-        ? `the database was opened again from ${from}`
-        : `the instance is closed${this.#closedBecause ? `: ${this.#closedBecause}` : ''}`
-    const lost = reopened
-      ? ' (crash recovery): every committed transaction is kept; the statement that was running, the transaction it was in and the session state (settings, prepared statements, temporary tables, cursors, advisory locks) are lost'
-      : ''
-    return new EngineError(`${error.message}; ${outcome}${lost}`, {
-      code: error.code,
-      cause: error.cause,
-      log: error.log,
-      reopened: this.#restart === undefined || pending ? undefined : reopened,
+    return deathError(dead, {
+      dataDir: this.dataDir,
+      restartable: this.#restart !== undefined,
+      pending,
+      replaced: !this.#closed && this.#backend !== dead,
+      closedBecause: this.#closedBecause,
     })
   }
 
@@ -542,18 +523,7 @@ export class PGlite implements AsyncDisposable {
 
   /** Adds parsers and serializers for the catalog's array types (`known`: skip the query). Returns the rows used. */
   #registerArrayTypes(runner: QueryRunner, known?: readonly ArrayTypeRow[]): readonly ArrayTypeRow[] {
-    const rows = known ?? readArrayTypes(runner)
-    for (const row of rows) {
-      const [elem, arr, delim] = row
-      if (!this.parsers[arr]) this.parsers[arr] = makeArrayParser(this.parsers[elem], elem, delim)
-      if (!this.serializers[arr]) {
-        const element = this.serializers[elem]
-        this.serializers[arr] = (value: unknown) =>
-          Array.isArray(value) ? serializeArray(value, element, delim) : String(value)
-      }
-    }
-    runner.parsersChanged()
-    return rows
+    return registerArrayTypes(runner, this.parsers, this.serializers, known)
   }
 
   #afterExec(collector: ResultCollector, options: QueryOptions | undefined): void {
@@ -626,9 +596,9 @@ export class PGlite implements AsyncDisposable {
    * turn, or where the engine polls while it runs. Without a signal the
    * call costs what it always did: no wrapper, no extra promise.
    */
-  #exclusiveUnless<T>(signal: AbortSignal | undefined, job: (runner: QueryRunner) => Promise<T>): Promise<T> {
-    if (!signal) return this.#exclusive((_b, runner) => job(runner))
-    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => job(runner))))
+  #exclusiveUnless<T>(signal: AbortSignal | undefined, job: (backend: Backend, runner: QueryRunner) => Promise<T>): Promise<T> {
+    if (!signal) return this.#exclusive(job)
+    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => job(backend, runner))))
   }
 
   #markDead(): void {
@@ -643,66 +613,7 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} when Postgres reports an error; the instance stays usable.
    */
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>> {
-    return this.#exclusiveUnless(options?.signal, (runner) => this.#runQuery<T>(runner, sql, params ?? [], options))
-  }
-
-  /**
-   * Postgres ends a session whose transaction outlives
-   * `idle_in_transaction_session_timeout` or `transaction_timeout`; ending
-   * it here would close the instance. Instead the transaction is rolled
-   * back and the call that finds it so rejects with the same SQLSTATE.
-   */
-  #enforceTransactionTimeouts(runner: QueryRunner): void {
-    const expired = this.#backend?.expiredTransactionTimeout()
-    if (!expired) return
-    runner.exec('ROLLBACK', undefined)
-    const what = expired.code === '25P03' ? 'it was idle for longer than' : 'it ran for longer than'
-    throw new DatabaseError(`the transaction was rolled back: ${what} ${expired.setting} (${expired.ms} ms)`, {
-      severity: 'ERROR',
-      code: expired.code,
-    })
-  }
-
-  async #runQuery<T>(runner: QueryRunner, sql: string, params: readonly unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
-    this.#enforceTransactionTimeouts(runner)
-    if (options?.blob) await this.#feedBlob(options.blob)
-    try {
-      return this.#attachWrittenBlob(runner.query(sql, params, options)) as Results<T>
-    } finally {
-      this.#endBlob()
-    }
-  }
-
-  async #runExec(runner: QueryRunner, sql: string, options: QueryOptions | undefined): Promise<Results[]> {
-    this.#enforceTransactionTimeouts(runner)
-    if (options?.blob) await this.#feedBlob(options.blob)
-    try {
-      const results = runner.exec(sql, options) as Results[]
-      this.#attachWrittenBlob(results[results.length - 1]!)
-      return results
-    } finally {
-      this.#endBlob()
-    }
-  }
-
-  /** Input for `COPY ... FROM '/dev/blob'` during one call. */
-  async #feedBlob(blob: Blob): Promise<void> {
-    await this.#backend!.blob.feed(blob)
-  }
-
-  /** What `COPY ... TO '/dev/blob'` wrote during the call becomes `result.blob`. */
-  #attachWrittenBlob<R extends object>(result: R): R {
-    const written = this.#backend!.blob.takeOutput()
-    if (written) Object.assign(result, { blob: new Blob(written as BlobPart[]) })
-    return result
-  }
-
-  #endBlob(): void {
-    const blob = this.#backend?.blob
-    if (!blob) return
-    blob.clearInput()
-    // Output of a failed call must not reach the next one.
-    blob.takeOutput()
+    return this.#exclusiveUnless(options?.signal, (backend, runner) => runQuery<T>(backend, runner, sql, params ?? [], options))
   }
 
   /** Like {@link query}, from a template: `` db.sql`select * from t where id = ${id}` ``. */
@@ -716,7 +627,7 @@ export class PGlite implements AsyncDisposable {
    * returns a result per statement.
    */
   exec(sql: string, options?: QueryOptions): Promise<Results[]> {
-    return this.#exclusiveUnless(options?.signal, (runner) => this.#runExec(runner, sql, options))
+    return this.#exclusiveUnless(options?.signal, (backend, runner) => runExec(backend, runner, sql, options))
   }
 
   /** The parameter and result types of a statement, without running it. */
@@ -730,68 +641,9 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} code `25P02` when COMMIT found the transaction aborted.
    */
   transaction<T>(callback: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.#exclusiveUnless(options?.signal, (runner) => this.#runTransaction(runner, callback, options?.signal))
-  }
-
-  async #runTransaction<T>(runner: QueryRunner, callback: (tx: Transaction) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    runner.exec('BEGIN', undefined)
-    const txQueue = new ExecQueue()
-    let closed = false
-    const check = (): void => {
-      if (closed) throw new ClosedError('Transaction is closed')
-      if (signal?.aborted) throw abortedError(signal)
-    }
-    const tx: Transaction = {
-      query: (sql, params, options) =>
-        txQueue.run(() => {
-          check()
-          return this.#runQuery(runner, sql, params ?? [], options)
-        }),
-      sql: (strings, ...params) => {
-        const { query, params: values } = templateQuery(strings, ...params)
-        return tx.query(query, values)
-      },
-      exec: (sql, options) =>
-        txQueue.run(() => {
-          check()
-          return this.#runExec(runner, sql, options)
-        }),
-      rollback: () =>
-        txQueue.run(() => {
-          check()
-          runner.exec('ROLLBACK', undefined)
-          closed = true
-        }),
-      listen: (channel, cb) =>
-        txQueue.run(() => {
-          check()
-          return this.#listen(runner, channel, cb)
-        }),
-      get closed() {
-        return closed
-      },
-    }
-    try {
-      const result = await callback(tx)
-      await txQueue.run(() => {
-        if (closed) return
-        closed = true
-        const [commit] = runner.exec('COMMIT', undefined)
-        if (commit?.command === 'ROLLBACK') {
-          throw new DatabaseError('the transaction was rolled back because a statement in it failed', {
-            code: '25P02',
-            severity: 'ERROR',
-          })
-        }
-      })
-      return result
-    } catch (err) {
-      if (!closed) {
-        closed = true
-        if (!this.#backend?.deadError) runner.exec('ROLLBACK', undefined)
-      }
-      throw err
-    }
+    return this.#exclusiveUnless(options?.signal, (backend, runner) =>
+      runTransaction({ backend, runner, listen: (channel, cb) => this.#listen(runner, channel, cb) }, callback, options?.signal),
+    )
   }
 
   /**
@@ -835,75 +687,17 @@ export class PGlite implements AsyncDisposable {
   }
 
   /**
-   * Validates raw input before the engine sees it and says what it is. Also
-   * remembers whether it left an extended-protocol sequence without its Sync:
-   * Postgres would skip the next query's messages up to a Sync, so the next
-   * parsed call sends one first.
-   */
-  #checkInput(message: Uint8Array): 'terminate' | 'startup' | 'frames' {
-    if (isTerminate(message)) return 'terminate'
-    if (message.length > 0 && message[0] === 0) {
-      validateStartupPacket(message)
-      return 'startup'
-    }
-    const unsynced = validateFrontendFrames(message, FRONTEND_TYPES)
-    if (this.#runner) this.#runner.pendingSync = unsynced
-    return 'frames'
-  }
-
-  /**
    * Runs raw frontend messages and returns every backend message decoded
    * (pg-protocol's classes) with the raw bytes.
    * @throws {ProtocolError} for malformed frames; {@link DatabaseError} for an ErrorResponse unless `throwOnError: false`.
    */
   execProtocol(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<ExecProtocolResult> {
-    return this.#exclusive((backend) => {
-      const messages = this.#execMessages(backend, message, options, true)
-      return { messages, data: this.#accumulator.take() }
-    })
+    return this.#exclusive((backend) => this.#protocol.execProtocol(backend, message, options))
   }
 
   /** Like {@link execProtocol}, returning only the decoded messages. */
   execProtocolStream(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<BackendMessage[]> {
-    return this.#exclusive((backend) => this.#execMessages(backend, message, options, false))
-  }
-
-  #execMessages(backend: Backend, message: Uint8Array, options: ExecProtocolOptions, keepRaw: boolean): BackendMessage[] {
-    const kind = this.#checkInput(message)
-    if (kind === 'terminate') return []
-    const sink = this.#messageSink.reset()
-    const handler: ProtocolHandler = keepRaw
-      ? {
-          onChunk: (bytes) => {
-            this.#accumulator.push(bytes)
-            this.#messageHandler.onChunk(bytes)
-          },
-          finish: () => this.#messageHandler.finish(),
-        }
-      : this.#messageHandler
-    this.#execChecked(backend, message, handler, kind)
-    handler.finish()
-    const failure = this.#messageHandler.takeFailure()
-    if (failure !== undefined) {
-      sink.reset()
-      if (keepRaw) this.#accumulator.take()
-      throw failure
-    }
-    const { messages, error, notices, notifications } = sink
-    sink.reset()
-    if (notices && options.onNotice) for (const n of notices) options.onNotice(n)
-    if (notifications) this.#notify.dispatch(notifications)
-    if (error && options.throwOnError !== false) {
-      if (keepRaw) this.#accumulator.take()
-      throw error
-    }
-    return messages
-  }
-
-  /** Runs a request or, for a startup packet (first byte 0), the connection handshake. */
-  #execChecked(backend: Backend, message: Uint8Array, handler: ProtocolHandler, kind: 'startup' | 'frames'): void {
-    if (kind === 'startup') backend.startup(message, handler)
-    else backend.exec(message, handler)
+    return this.#exclusive((backend) => this.#protocol.execMessages(backend, message, options, false))
   }
 
   /**
@@ -911,12 +705,7 @@ export class PGlite implements AsyncDisposable {
    * @throws {ProtocolError} for malformed frames; the instance stays usable.
    */
   execProtocolRaw(message: Uint8Array, _options: ExecProtocolOptions = {}): Promise<Uint8Array> {
-    return this.#exclusive((backend) => {
-      const kind = this.#checkInput(message)
-      if (kind === 'terminate') return new Uint8Array(0)
-      this.#runRaw(backend, message, this.#accumulator.push, kind)
-      return this.#accumulator.take()
-    })
+    return this.#exclusive((backend) => this.#protocol.execRaw(backend, message))
   }
 
   /**
@@ -925,56 +714,7 @@ export class PGlite implements AsyncDisposable {
    * still delivered to listeners).
    */
   execProtocolRawStream(message: Uint8Array, options: ExecProtocolStreamOptions): Promise<void> {
-    return this.#exclusive((backend) => {
-      const kind = this.#checkInput(message)
-      if (kind === 'terminate') return
-      this.#runRaw(backend, message, options.onRawData, kind)
-    })
-  }
-
-  #runRaw(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void, kind: 'startup' | 'frames'): void {
-    // A callback that throws while the engine writes would end the engine:
-    // its error is kept for the caller, the rest of the output skipped.
-    let failed = false
-    let failure: unknown
-    const guarded = (bytes: Uint8Array): void => {
-      if (failed) return
-      try {
-        onData(bytes)
-      } catch (err) {
-        failed = true
-        failure = err
-      }
-    }
-    try {
-      this.#runRawUnchecked(backend, message, guarded, kind)
-      if (failed) throw failure
-    } finally {
-      // Output that did not end in ReadyForQuery leaves the backend skipping
-      // to a Sync (e.g. an error in a sequence whose Sync was eaten): the
-      // next parsed call sends one first.
-      if (kind === 'frames' && this.#runner && !backend.deadError && backend.lastReadyStatus === 0) this.#runner.pendingSync = true
-    }
-  }
-
-  #runRawUnchecked(backend: Backend, message: Uint8Array, onData: (bytes: Uint8Array) => void, kind: 'startup' | 'frames'): void {
-    if (this.#notify.hasListeners) {
-      const handler = this.#rawNotify.arm(onData)
-      try {
-        this.#execChecked(backend, message, handler, kind)
-      } finally {
-        const notifications: Notification[] | undefined = handler.notifications
-        handler.finish()
-        if (notifications) this.#notify.dispatch(notifications)
-      }
-    } else {
-      const handler = this.#raw.arm(onData)
-      try {
-        this.#execChecked(backend, message, handler, kind)
-      } finally {
-        handler.finish()
-      }
-    }
+    return this.#exclusive((backend) => this.#protocol.execRawStream(backend, message, options.onRawData))
   }
 
   /**
@@ -985,97 +725,27 @@ export class PGlite implements AsyncDisposable {
    */
   async lease(): Promise<EngineLease> {
     await this.#started()
-    const notify = this.#notify
-    const queue = this.#queue
-    let release!: () => void
-    const held = new Promise<void>((resolve) => {
-      release = resolve
+    const db = this
+    return takeLease({
+      queue: this.#queue,
+      notify: this.#notify,
+      protocol: this.#protocol,
+      get closed() {
+        return db.#closed
+      },
+      get backend() {
+        return db.#backend!
+      },
+      get restarts() {
+        return db.#restarts
+      },
+      closedFailure: () => this.#closedFailure(),
+      afterDeath: (dead) => this.#afterDeath(dead),
+      diedUnderLease: (dead) => {
+        if (!this.#restart) this.#markDead()
+        return this.#deathError(dead, true)
+      },
     })
-    let backend!: Backend
-    await new Promise<void>((acquired, failed) => {
-      this.#queue
-        .run(async () => {
-          if (this.#closed) throw this.#closedFailure()
-          backend = this.#backend!
-          acquired()
-          await held
-          // A death under the lease: the engine starts again before the next turn.
-          if (backend.deadError) await this.#afterDeath(backend)
-        })
-        .catch(failed)
-    })
-    const restarts = this.#restarts
-    let released = false
-    return {
-      execProtocolRawStream: (message, onRawData) => {
-        if (released) throw new ClosedError('the lease was released')
-        if (this.#closed) throw this.#closedFailure()
-        try {
-          const kind = this.#checkInput(message)
-          if (kind !== 'terminate') this.#runRaw(backend, message, onRawData, kind)
-        } catch (err) {
-          if (!backend.deadError) throw err
-          if (!this.#restart) this.#markDead()
-          throw this.#deathError(backend, true)
-        }
-      },
-      restarts,
-      get inTransaction() {
-        return !released && !backend.deadError && backend.inTransaction
-      },
-      get sessionTimeouts() {
-        return backend.sessionTimeouts
-      },
-      get listeningChannels() {
-        return notify.channels
-      },
-      get othersWaiting() {
-        return queue.hasWaiters
-      },
-      runFor: (client) => {
-        if (!released) backend.setClient(client)
-      },
-      limitTime: (ms) => {
-        if (!released) backend.timeLimitMs = ms
-      },
-      stopWhen: (check) => {
-        if (!released) backend.stopWhen = check
-      },
-      whileBusy: (beat) => {
-        if (!released) backend.whileBusy = beat
-      },
-      copyInFrom: (next) => {
-        if (!released) backend.copyInSource = next
-      },
-      forgetClient: (id) => {
-        backend.forgetClient(id)
-      },
-      takeTerminations: () => backend.takeTerminations(),
-      advisoryLockHolders: (key) => backend.advisoryLockHolders(key),
-      get requests() {
-        return backend.requests
-      },
-      get catalogChanges() {
-        return backend.catalogChanges
-      },
-      memoryShare: () => backend.memoryShare(),
-      reportActivity: (rows) => {
-        backend.activity = rows
-      },
-      get advisoryReleases() {
-        return backend.advisoryReleases
-      },
-      release: () => {
-        if (!released) {
-          backend.setClient(undefined)
-          backend.timeLimitMs = undefined
-          backend.stopWhen = undefined
-          backend.copyInSource = undefined
-        }
-        released = true
-        release()
-      },
-    }
   }
 
   /** Runs `fn` while holding the instance's queue (no other call interleaves). */
@@ -1208,8 +878,8 @@ export class PGlite implements AsyncDisposable {
     const runner = this.#runner
     return {
       rowsHeld: runner?.collector.rowsHeld ?? 0,
-      scannerBytes: Math.max(runner?.handlerAssemblyBytes ?? 0, this.#rawNotify.assemblyBytes, this.#messageHandler.assemblyBytes),
-      rawBufferBytes: this.#accumulator.capacityBytes,
+      scannerBytes: Math.max(runner?.handlerAssemblyBytes ?? 0, this.#protocol.assemblyBytes),
+      rawBufferBytes: this.#protocol.rawBufferBytes,
       cachedStatements: runner?.cache.size ?? 0,
       wasmMemoryBytes: this.#backend && !this.#closed ? this.#backend.memoryBytes : 0,
     }
@@ -1295,14 +965,6 @@ export class PGlite implements AsyncDisposable {
   }
 }
 
-function isTerminate(message: Uint8Array): boolean {
-  return message.length === 5 && message[0] === Frontend.Terminate
-}
-
-function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
-
 export { ProtocolError, EngineError }
 
 /** Maps PGlite's `fs` option to the `dataDir` it stands for; the two must agree. */
@@ -1315,27 +977,9 @@ function withFsDataDir(opts: PGliteOptions): PGliteOptions {
   return { ...opts, dataDir }
 }
 
-function readArrayTypes(runner: QueryRunner): ArrayTypeRow[] {
-  return runner.query(ARRAY_TYPES_SQL, [], { rowMode: 'array' }).rows as unknown as ArrayTypeRow[]
-}
-
 /**
  * The catalog's array types as the first copy of a snapshot read them: a
  * later copy of the same snapshot (clones of an unchanged source) has the
  * same catalog, and need not ask again.
  */
 const cloneArrayTypes = new WeakMap<EngineSnapshot, readonly ArrayTypeRow[]>()
-
-/** The array types saved beside a state, or undefined when the note is missing or not a list of rows. */
-function parseArrayTypes(note: string | undefined): readonly ArrayTypeRow[] | undefined {
-  if (note === undefined) return undefined
-  try {
-    const rows: unknown = JSON.parse(note)
-    const valid =
-      Array.isArray(rows) &&
-      rows.every((r: unknown) => Array.isArray(r) && r.length === 3 && typeof r[0] === 'number' && typeof r[1] === 'number' && typeof r[2] === 'string')
-    return valid ? (rows as ArrayTypeRow[]) : undefined
-  } catch {
-    return undefined
-  }
-}

@@ -1,0 +1,3 @@
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}
