@@ -1,25 +1,9 @@
-import { loadAssets, locateEngine, prefetchBundledTemplate } from './engine/assets.js'
-import { Backend, type DataDirMount } from './engine/backend.js'
-import type { EngineSnapshot } from './engine/snapshot.js'
-import { treeRelationBytes, type DataTree } from './engine/pgdata-tree.js'
-import type { PostgresModule } from './engine/emscripten.js'
-import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow } from './engine/template.js'
-import {
-  prefetchSavedState,
-  prefetchSnapshot,
-  recycleBackend,
-  restoreContribState,
-  restoreCopy,
-  restoreSavedState,
-  saveContribState,
-  saveState,
-  startInMemory,
-  startWithContrib,
-  type MemoryStartOptions,
-  type SnapshotKeyParts,
-} from './engine/starter.js'
+import type { Backend } from './engine/backend.js'
+import type { DataTree } from './engine/pgdata-tree.js'
+import type { ArrayTypeRow } from './engine/template.js'
+import { recycleBackend, saveContribState, saveState, type MemoryStartOptions, type SnapshotKeyParts } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
-import { claimDir, parseDataDir, resolveDataDirOptions } from './fs/data-dir.js'
+import { claimDir, resolveDataDirOptions } from './fs/data-dir.js'
 import type { ResultCollector } from './protocol/decode.js'
 import type { BackendMessage } from './protocol/message-sink.js'
 import { stoppable, whileNotAborted, type TransactionOptions } from './query/abort.js'
@@ -29,20 +13,20 @@ import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, type Parser, type Serializer } from './types/index.js'
-import { BASE_ARGS, IDB_ARGS, startArgsFor, type ExtensionNamespaces, type PGliteExtensionSetup, type PGliteOptions } from './options.js'
+import { BASE_ARGS, startArgsForStorage, type ExtensionNamespaces, type PGliteExtensionSetup, type PGliteOptions } from './options.js'
 import { fsDataDir } from './fs-compat/filesystem.js'
-import type { IdbPersistence } from './fs/idb-persistence.js'
 import { closeAddOns } from './extensions/add-on-closers.js'
-import { contribExtensions, installContrib, isContribExtension, withPreloadLibraries, type ContribExtension } from './extensions/contrib.js'
-import { dumpName, packDataDir, readDataDirArchive, type DumpCompression } from './fs/dump.js'
+import { contribExtensions, isContribExtension, type ContribExtension } from './extensions/contrib.js'
+import { dumpName, packDataDir, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
-import { parseArrayTypes, readArrayTypes, registerArrayTypes } from './instance/array-types.js'
+import { readArrayTypes, registerArrayTypes } from './instance/array-types.js'
 import { takeLease } from './instance/engine-lease.js'
 import { deathError, restartFailure, startAgain } from './instance/engine-restart.js'
 import { ProtocolExec } from './instance/protocol-exec.js'
 import { runExec, runQuery } from './instance/query-calls.js'
 import { quoteIdent } from './instance/quote-ident.js'
 import { runTransaction } from './instance/transaction-handle.js'
+import { openInstance, type StoreWriter } from './instance/open-instance.js'
 import type { ExecProtocolOptions, ExecProtocolResult, ExecProtocolStreamOptions } from './exec-protocol-types.js'
 import type { EngineLease } from './lease-types.js'
 import type { Transaction } from './transaction-types.js'
@@ -89,7 +73,7 @@ export class PGlite implements AsyncDisposable {
   #runner: QueryRunner | undefined
   #releaseDir: (() => Promise<void>) | undefined
   /** An `idb://` database's writer to IndexedDB. */
-  #persistence: IdbPersistence | undefined
+  #store: StoreWriter | undefined
   #ready = false
   #closing = false
   /** Why the instance was closed when it was not its owner's close(). */
@@ -205,216 +189,33 @@ export class PGlite implements AsyncDisposable {
   async #init(): Promise<void> {
     const opts = this.#options
     await opts.fs?.init(this, {})
-    const spec = parseDataDir(opts.dataDir)
-    const templateOptions = { initdbArgs: opts.initdbArgs, cacheDir: opts.templateCacheDir }
-    const username = opts.username ?? 'postgres'
-    const database = opts.database ?? 'postgres'
-    const assetsLoading = loadAssets({ assetBaseUrl: opts.assetBaseUrl })
-    // Contrib side modules are instantiated before Postgres starts: such a
-    // backend can neither come from nor leave a start-up snapshot.
-    // As PGlite does: add-ons are set up before the engine starts, and one
-    // that names a bundle (pgvector's package) is installed as a contrib module.
-    const addOns = await this.#setUpAddOns(opts.extensions)
-    const contrib = [...contribExtensions(opts.extensions), ...addOns.bundles]
-    const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
-    if (
-      spec.kind === 'memory' &&
-      opts.assetBaseUrl === undefined &&
-      !opts.loadDataTree &&
-      !opts.cloneOf &&
-      opts.initialMemory === undefined &&
-      !bootOnly
-    ) {
-      // Read a cached snapshot (or the saved state asked for) while the engine compiles.
-      const { engineVersion } = await locateEngine()
-      const keyParts = {
-        treeKey: memoryTemplateKey({ engineVersion }, templateOptions),
-        username,
-        database,
-        startArgs: startArgsFor(opts, true),
-        cacheDir: opts.templateCacheDir,
-      }
-      if (opts.savedState !== undefined) void prefetchSavedState(keyParts, opts.savedState)
-      else {
-        void prefetchSnapshot(keyParts).then((snapshot) => {
-          // No snapshot: Postgres boots from the template, so unpack it meanwhile.
-          if (!snapshot && !opts.initdbArgs?.length) prefetchBundledTemplate({ assetBaseUrl: opts.assetBaseUrl })
-        })
-      }
-    }
-    const archiveReading = opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir)
-    // An idb:// database is read from IndexedDB while the engine compiles.
-    const idbOpening =
-      spec.kind === 'idb'
-        ? import('./fs/idb-persistence.js').then(({ IdbPersistence }) =>
-            IdbPersistence.open(spec.name, {
-              scheme: spec.scheme,
-              relaxed: opts.relaxedDurability === true,
-              engineVersion: assetsLoading.then((a) => a.engineVersion),
-              create: async () => {
-                const [a, archive] = await Promise.all([assetsLoading, archiveReading])
-                return opts.loadDataTree ?? archive ?? (await getTemplate(a, templateOptions))
-              },
-            }),
-          )
-        : undefined
-    idbOpening?.catch(() => {})
-    let assets: Awaited<typeof assetsLoading>
-    let loadedTree: Awaited<typeof archiveReading>
-    try {
-      ;[assets, loadedTree] = await Promise.all([assetsLoading, archiveReading])
-    } catch (err) {
-      // The store may open anyway: let go of it and its lock.
-      await idbOpening?.then((o) => o.persistence.close()).catch(() => {})
-      throw err
-    }
-    const loadTree = opts.loadDataTree ?? loadedTree
-    let mount: DataDirMount
-    let relationBytes: number | undefined
-    let createdInStore = false
-    /** An idb:// database read again from IndexedDB, for a new engine after one died. */
-    let reopenStore: (() => Promise<DataTree>) | undefined
-    if (spec.kind === 'idb') {
-      const opened = await idbOpening!
-      createdInStore = opened.created
-      if (loadTree && !opened.created) {
-        await opened.persistence.close()
-        throw new EngineError(`loadDataDir: idb://${spec.name} already holds a database; load into a new name`, { code: 'BAD_DATA_DIR' })
-      }
-      this.#persistence = opened.persistence
-      this.#releaseDir = async () => {
-        const persistence = this.#persistence
-        this.#persistence = undefined
-        await persistence?.close()
-      }
-      reopenStore = async () => {
-        const dead = this.#persistence
-        this.#persistence = undefined
-        await dead?.discard()
-        const { IdbPersistence } = await import('./fs/idb-persistence.js')
-        const again = await IdbPersistence.open(spec.name, {
-          scheme: spec.scheme,
-          relaxed: opts.relaxedDurability === true,
-          engineVersion: assetsLoading.then((a) => a.engineVersion),
-          create: () => Promise.reject(new EngineError(`${spec.scheme}://${spec.name} is no longer stored`, { code: 'BAD_DATA_DIR' })),
-        })
-        this.#persistence = again.persistence
-        return again.tree
-      }
-      mount = { kind: 'memory', tree: opened.tree }
-    } else if (opts.cloneOf) {
-      mount = { kind: 'memory', tree: [] }
-    } else if (loadTree && spec.kind === 'memory') {
-      mount = { kind: 'memory', tree: loadTree }
-    } else if (spec.kind === 'memory') {
-      // Loaded only if Postgres must boot: a snapshot restore needs no template.
-      mount = { kind: 'memory', tree: bootOnly ? await getMemoryTemplate(assets, templateOptions) : [] }
-    } else {
-      const { canonicalDir, prepareNodeDataDir, relationBytes: measure } = await import('./fs/node-dir.js')
-      // A directory's size sizes its buffer pool: measured while it is claimed and locked.
-      const dirSizing = measure(spec.path)
-      dirSizing.catch(() => {})
-      // One key and one mount per directory, whichever symlink reached it.
-      const path = await canonicalDir(spec.path)
-      const claim = await claimDir(path, this, PGlite.#yieldDirOf)
-      try {
-        const { created, unlock } = await prepareNodeDataDir(path, loadTree ? async () => loadTree : () => getTemplate(assets, templateOptions))
-        if (loadTree && !created) {
-          await unlock()
-          throw new EngineError(`loadDataDir: the data directory ${path} already holds a database; load into an empty directory`, {
-            code: 'BAD_DATA_DIR',
-          })
-        }
-        // A directory just made holds what the early measure missed: the template's few MB, or a loaded dump.
-        relationBytes = created ? treeRelationBytes(loadTree ?? []) : await dirSizing.catch(() => undefined)
-        claim.setUnlock(unlock)
-        this.#releaseDir = async () => {
-          claim.release()
-          await unlock()
-        }
-      } catch (err) {
-        claim.release()
-        throw err
-      }
-      mount = { kind: 'node', path }
-    }
-    let backend: Backend
-    let savedArrayTypes: readonly ArrayTypeRow[] | undefined
-    let cloneSource: EngineSnapshot | undefined
-    const onLog = this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined
-    try {
-      if (opts.cloneOf) {
-        backend = await restoreCopy(assets, opts.cloneOf, onLog, contrib)
-        // Inside the source's turn: the snapshot the copy came from, kept until the source runs again.
-        cloneSource = opts.cloneOf.snapshot()
-        savedArrayTypes = cloneArrayTypes.get(cloneSource)
-      } else {
-        const backendOptions = {
-          mount,
-          username,
-          database,
-          startArgs: withPreloadLibraries(
-            spec.kind === 'idb' && !opts.startParams ? [...startArgsFor(opts, false), ...IDB_ARGS] : startArgsFor(opts, mount.kind === 'memory', relationBytes),
-            contrib,
-          ),
-          initialMemory: opts.initialMemory,
-          onLog,
-          prepare: contrib.length > 0 ? (mod: PostgresModule) => installContrib(mod, contrib) : undefined,
-          afterMount: this.#persistence ? (mod: PostgresModule) => this.#persistence?.attach(mod) : undefined,
-        }
-        // A database made from the template in memory: its start can be a snapshot's.
-        const fromTemplate = mount.kind === 'memory' && !loadTree && spec.kind === 'memory'
-        const memoryStart = {
-          ...backendOptions,
-          treeKey: memoryTemplateKey(assets, templateOptions),
-          loadTree: () => getMemoryTemplate(assets, templateOptions),
-          cacheDir: opts.templateCacheDir,
-        }
-        if (fromTemplate && !bootOnly) {
-          if (opts.initialMemory === undefined) this.#stateKeyParts = memoryStart
-          const saved = opts.savedState !== undefined && this.#stateKeyParts ? await restoreSavedState(assets, memoryStart, opts.savedState, onLog) : undefined
-          this.#restoredState = saved !== undefined
-          savedArrayTypes = saved && parseArrayTypes(saved.note)
-          backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
-        } else if (fromTemplate && contrib.length > 0 && opts.initialMemory === undefined) {
-          // Contrib side modules preloaded the same way each time: a later
-          // instance restores the first one's start, or (createCached) the
-          // state its setup left.
-          const saved = opts.savedState === undefined ? undefined : await restoreContribState(assets, memoryStart, contrib, opts.savedState)
-          if (opts.savedState !== undefined) this.#contribState = { start: memoryStart, contrib }
-          this.#restoredState = saved !== undefined
-          savedArrayTypes = saved && parseArrayTypes(saved.note)
-          backend = saved?.backend ?? (await startWithContrib(assets, memoryStart, contrib))
-        } else {
-          backend = await Backend.start(assets, backendOptions)
-          if (mount.kind === 'node') {
-            this.#onDisk = true
-            // What the last close noted, if nothing started the directory since (clean-shutdown.ts).
-            savedArrayTypes = parseArrayTypes(backend.cleanStartNote)
-            // Postgres' own answer to a crashed backend: start again on what is stored.
-            this.#restart = () => Backend.start(assets, backendOptions)
-          } else if (reopenStore) {
-            const reopen = reopenStore
-            this.#restart = async () => Backend.start(assets, { ...backendOptions, mount: { kind: 'memory', tree: await reopen() } })
-          }
-        }
-      }
-    } catch (err) {
-      await this.#releaseDir?.()
-      throw err
-    }
-    const runner = this.#attach(backend)
+    let addOns: [key: string, setup: PGliteExtensionSetup][] = []
+    const opened = await openInstance({
+      options: opts,
+      contrib: contribExtensions(opts.extensions),
+      setUpAddOns: async () => {
+        const { ready, bundles } = await this.#setUpAddOns(opts.extensions)
+        addOns = ready
+        return bundles
+      },
+      startArgs: (storage, relationBytes) => startArgsForStorage(opts, storage, relationBytes),
+      claimDir: (path) => claimDir(path, this, PGlite.#yieldDirOf),
+      onLog: this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined,
+    })
+    this.#releaseDir = opened.releaseDir
+    this.#store = opened.store
+    this.#restart = opened.restart
+    this.#onDisk = opened.onDisk
+    this.#stateKeyParts = opened.stateKeyParts
+    this.#restoredState = opened.restoredState
+    this.#contribState = opened.contribState
+    const runner = this.#attach(opened.backend)
     // A copy inherits the source's prepared statements; its cache starts empty.
-    if (opts.cloneOf || this.#restoredState) runner.exec('DEALLOCATE ALL', undefined)
+    if (opened.copied) runner.exec('DEALLOCATE ALL', undefined)
     this.#setRole(runner)
-    // A database nothing ran in yet has the template's catalog: its array types may be known.
-    const fresh = !bootOnly && !loadTree && !opts.cloneOf && !this.#restoredState && (spec.kind === 'memory' || (spec.kind === 'idb' && createdInStore))
-    const known = fresh ? knownArrayTypes(assets, templateOptions) : savedArrayTypes
-    const arrayTypes = this.#registerArrayTypes(runner, known)
-    if (fresh && !known) rememberArrayTypes(assets, templateOptions, arrayTypes)
-    if (cloneSource && !known) cloneArrayTypes.set(cloneSource, arrayTypes)
+    opened.learnArrayTypes(this.#registerArrayTypes(runner, opened.knownArrayTypes))
     this.#ready = true
-    if (addOns.ready.length > 0) await this.#attachAddOns(addOns.ready)
+    if (addOns.length > 0) await this.#attachAddOns(addOns)
   }
 
   /** Calls every add-on's `setup` (the instance is not started yet); its bundle, if it names one, becomes a contrib module. */
@@ -586,7 +387,8 @@ export class PGlite implements AsyncDisposable {
         throw err
       } finally {
         // A commit is in IndexedDB before its promise resolves (idb:// only).
-        if (this.#persistence && !backend.deadError && !backend.inTransaction) await this.#persistence.flush()
+        const persistence = this.#store?.current
+        if (persistence && !backend.deadError && !backend.inTransaction) await persistence.flush()
       }
     })
   }
@@ -976,10 +778,3 @@ function withFsDataDir(opts: PGliteOptions): PGliteOptions {
   }
   return { ...opts, dataDir }
 }
-
-/**
- * The catalog's array types as the first copy of a snapshot read them: a
- * later copy of the same snapshot (clones of an unchanged source) has the
- * same catalog, and need not ask again.
- */
-const cloneArrayTypes = new WeakMap<EngineSnapshot, readonly ArrayTypeRow[]>()
