@@ -3,8 +3,11 @@ import type { DataTree } from './engine/pgdata-tree.js'
 import type { ContribExtension } from './extensions/contrib-types.js'
 import type { DataDirArchive } from './fs/dump.js'
 import type { Filesystem } from './fs-compat/filesystem.js'
+import type { PGliteExtensionSetup } from './extensions/add-on-setup.js'
 import type { PGlite } from './pglite.js'
 import type { Parser, Serializer } from './types/index.js'
+
+export type { PGliteExtensionSetup }
 
 /**
  * An add-on, as PGlite's `extensions` (e.g. `live` from
@@ -23,17 +26,6 @@ export interface PGliteExtension {
   setup(db: PGlite, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
   /** Compile its bundle's side modules at first use rather than before the engine starts (see `onUse`). */
   readonly loadOnUse?: boolean
-}
-
-/** What an add-on's `setup` returns (every part optional). */
-export interface PGliteExtensionSetup {
-  namespaceObj?: unknown
-  close?: () => Promise<void>
-  init?: () => Promise<void>
-  /** A bundle (`.tar.gz`) to install before Postgres starts: a path or `file:` URL in Node, a URL in the browser. */
-  bundlePath?: string | URL
-  /** Accepted for PGlite's add-ons and not used: the engine's module options are pgwasm's own. */
-  emscriptenOpts?: unknown
 }
 
 /** What `PGlite.create({ extensions })` adds to the instance: `db[key]` per extension. */

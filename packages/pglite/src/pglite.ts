@@ -1,7 +1,7 @@
 import type { Backend } from './engine/backend.js'
 import type { DataTree } from './engine/pgdata-tree.js'
 import type { ArrayTypeRow } from './engine/template.js'
-import { recycleBackend, saveContribState, saveState, type MemoryStartOptions, type SnapshotKeyParts } from './engine/starter.js'
+import { recycleBackend } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, resolveDataDirOptions } from './fs/data-dir.js'
 import type { ResultCollector } from './protocol/decode.js'
@@ -13,10 +13,11 @@ import { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
 import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, type Parser, type Serializer } from './types/index.js'
-import { BASE_ARGS, startArgsForStorage, type ExtensionNamespaces, type PGliteExtensionSetup, type PGliteOptions } from './options.js'
+import { BASE_ARGS, startArgsForStorage, type ExtensionNamespaces, type PGliteOptions } from './options.js'
 import { fsDataDir } from './fs-compat/filesystem.js'
 import { closeAddOns } from './extensions/add-on-closers.js'
-import { contribExtensions, isContribExtension, type ContribExtension } from './extensions/contrib.js'
+import { attachAddOns, setUpAddOns, type ReadyAddOn } from './extensions/add-ons.js'
+import { contribExtensions } from './extensions/contrib.js'
 import { dumpName, packDataDir, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
 import { readArrayTypes, registerArrayTypes } from './instance/array-types.js'
@@ -26,7 +27,7 @@ import { ProtocolExec } from './instance/protocol-exec.js'
 import { runExec, runQuery } from './instance/query-calls.js'
 import { quoteIdent } from './instance/quote-ident.js'
 import { runTransaction } from './instance/transaction-handle.js'
-import { openInstance, type StoreWriter } from './instance/open-instance.js'
+import { openInstance, type OpenedInstance } from './instance/open-instance.js'
 import type { ExecProtocolOptions, ExecProtocolResult, ExecProtocolStreamOptions } from './exec-protocol-types.js'
 import type { EngineLease } from './lease-types.js'
 import type { Transaction } from './transaction-types.js'
@@ -71,28 +72,17 @@ export class PGlite implements AsyncDisposable {
   readonly #notify = new NotifyRegistry()
   #backend: Backend | undefined
   #runner: QueryRunner | undefined
-  #releaseDir: (() => Promise<void>) | undefined
-  /** An `idb://` database's writer to IndexedDB. */
-  #store: StoreWriter | undefined
+  /** How the engine was started: its storage, how it starts again, how its state is saved. */
+  #opened: OpenedInstance | undefined
   #ready = false
   #closing = false
   /** Why the instance was closed when it was not its owner's close(). */
   #closedBecause: string | undefined
   #closed = false
   #closePromise: Promise<void> | undefined
-  /** Starts the engine again on what the database stores: its directory, or its idb:// store. */
-  #restart: (() => Promise<Backend>) | undefined
-  /** A directory database (Node): its close leaves a note for the next open. */
-  #onDisk = false
   /** How many times the engine was started again after it died. */
   #restarts = 0
   #inTransaction = false
-  /** What a saved state of this in-memory database is keyed by; undefined where none can be saved. */
-  #stateKeyParts: SnapshotKeyParts | undefined
-  /** Started from a saved state (see `createCached`). */
-  #restoredState = false
-  /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
-  #contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined
   readonly #extensionClosers: (() => Promise<void>)[] = []
   readonly #protocol = new ProtocolExec(this.#notify, () => this.#runner)
 
@@ -168,16 +158,15 @@ export class PGlite implements AsyncDisposable {
       throw new TypeError(`createCached makes in-memory databases; \`dataDir\` must be 'memory://' or absent, not ${JSON.stringify(dataDir)}`)
     }
     const db = await PGlite.create({ ...options, savedState: key } as O)
-    if (db.#restoredState) return db
+    if (db.#opened?.restoredState) return db
     try {
       await setup(db)
       if (db.#inTransaction) throw new Error('createCached: `setup` left a transaction open; commit or roll it back before it returns')
       await db.#exclusive(async (backend, runner) => {
-        if ((!db.#stateKeyParts && !db.#contribState) || !backend.isSnapshotable) return
+        const save = db.#opened?.saveState
+        if (!save || !backend.isSnapshotable) return
         // The array types as they are now (setup may have made enums or composites), so a restore need not ask.
-        const note = JSON.stringify(db.#registerArrayTypes(runner))
-        if (db.#contribState) saveContribState(db.#contribState.start, db.#contribState.contrib, key, backend, note)
-        else await saveState(db.#stateKeyParts!, key, backend, note)
+        await save(key, backend, JSON.stringify(db.#registerArrayTypes(runner)))
       })
     } catch (err) {
       await db.close()
@@ -189,12 +178,12 @@ export class PGlite implements AsyncDisposable {
   async #init(): Promise<void> {
     const opts = this.#options
     await opts.fs?.init(this, {})
-    let addOns: [key: string, setup: PGliteExtensionSetup][] = []
+    let addOns: ReadyAddOn[] = []
     const opened = await openInstance({
       options: opts,
       contrib: contribExtensions(opts.extensions),
       setUpAddOns: async () => {
-        const { ready, bundles } = await this.#setUpAddOns(opts.extensions)
+        const { ready, bundles } = await setUpAddOns(this, opts.extensions)
         addOns = ready
         return bundles
       },
@@ -202,13 +191,7 @@ export class PGlite implements AsyncDisposable {
       claimDir: (path) => claimDir(path, this, PGlite.#yieldDirOf),
       onLog: this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined,
     })
-    this.#releaseDir = opened.releaseDir
-    this.#store = opened.store
-    this.#restart = opened.restart
-    this.#onDisk = opened.onDisk
-    this.#stateKeyParts = opened.stateKeyParts
-    this.#restoredState = opened.restoredState
-    this.#contribState = opened.contribState
+    this.#opened = opened
     const runner = this.#attach(opened.backend)
     // A copy inherits the source's prepared statements; its cache starts empty.
     if (opened.copied) runner.exec('DEALLOCATE ALL', undefined)
@@ -216,24 +199,6 @@ export class PGlite implements AsyncDisposable {
     opened.learnArrayTypes(this.#registerArrayTypes(runner, opened.knownArrayTypes))
     this.#ready = true
     if (addOns.length > 0) await this.#attachAddOns(addOns)
-  }
-
-  /** Calls every add-on's `setup` (the instance is not started yet); its bundle, if it names one, becomes a contrib module. */
-  async #setUpAddOns(
-    extensions: PGliteOptions['extensions'],
-  ): Promise<{ ready: [key: string, setup: PGliteExtensionSetup][]; bundles: ContribExtension[] }> {
-    const ready: [string, PGliteExtensionSetup][] = []
-    const bundles: ContribExtension[] = []
-    for (const [key, extension] of Object.entries(extensions ?? {})) {
-      if (isContribExtension(extension)) continue
-      if (key in this) throw new TypeError(`extension key \`${key}\` would hide a PGlite member`)
-      const setup = (await extension.setup(this, {}, false)) ?? {}
-      if (setup.bundlePath !== undefined) {
-        bundles.push({ name: extension.name, bundle: extension.name, bundlePath: setup.bundlePath, ...(extension.loadOnUse ? { loadOnUse: true } : {}) })
-      }
-      ready.push([key, setup])
-    }
-    return { ready, bundles }
   }
 
   /** Makes `backend` the instance's engine, with a new query runner for it. */
@@ -268,9 +233,10 @@ export class PGlite implements AsyncDisposable {
    */
   async #afterDeath(dead: Backend): Promise<EngineError> {
     if (this.#backend === dead && !this.#closed) {
-      if (this.#restart && !this.#closing) {
+      const restart = this.#opened?.restart
+      if (restart && !this.#closing) {
         try {
-          await startAgain(dead, { restart: this.#restart, adopt: (backend) => this.#adopt(backend), channels: this.#notify.channels })
+          await startAgain(dead, { restart, adopt: (backend) => this.#adopt(backend), channels: this.#notify.channels })
           this.#inTransaction = false
           this.#restarts++
         } catch (err) {
@@ -295,7 +261,7 @@ export class PGlite implements AsyncDisposable {
   #deathError(dead: Backend, pending = false): EngineError {
     return deathError(dead, {
       dataDir: this.dataDir,
-      restartable: this.#restart !== undefined,
+      restartable: this.#opened?.restart !== undefined,
       pending,
       replaced: !this.#closed && this.#backend !== dead,
       closedBecause: this.#closedBecause,
@@ -303,20 +269,16 @@ export class PGlite implements AsyncDisposable {
   }
 
   /** The add-ons' namespaces and `init`s, on the ready instance; one that fails fails the start. */
-  async #attachAddOns(ready: readonly [key: string, setup: PGliteExtensionSetup][]): Promise<void> {
+  async #attachAddOns(ready: readonly ReadyAddOn[]): Promise<void> {
     try {
-      for (const [key, { namespaceObj, close, init }] of ready) {
-        if (namespaceObj !== undefined) Object.defineProperty(this, key, { value: namespaceObj, enumerable: true })
-        if (close) this.#extensionClosers.push(close)
-        await init?.()
-      }
+      await attachAddOns(this, ready, this.#extensionClosers)
     } catch (err) {
       this.#ready = false
       try {
         this.#backend?.shutdown()
       } finally {
         this.#closed = true
-        this.#releaseDir?.()
+        this.#opened?.releaseDir?.()
       }
       throw err
     }
@@ -387,7 +349,7 @@ export class PGlite implements AsyncDisposable {
         throw err
       } finally {
         // A commit is in IndexedDB before its promise resolves (idb:// only).
-        const persistence = this.#store?.current
+        const persistence = this.#opened?.store?.current
         if (persistence && !backend.deadError && !backend.inTransaction) await persistence.flush()
       }
     })
@@ -406,7 +368,7 @@ export class PGlite implements AsyncDisposable {
   #markDead(): void {
     this.#closed = true
     this.#ready = false
-    void this.#releaseDir?.()
+    void this.#opened?.releaseDir?.()
     this.#notify.clear()
   }
 
@@ -544,7 +506,7 @@ export class PGlite implements AsyncDisposable {
       closedFailure: () => this.#closedFailure(),
       afterDeath: (dead) => this.#afterDeath(dead),
       diedUnderLease: (dead) => {
-        if (!this.#restart) this.#markDead()
+        if (!this.#opened?.restart) this.#markDead()
         return this.#deathError(dead, true)
       },
     })
@@ -731,9 +693,9 @@ export class PGlite implements AsyncDisposable {
         // is dropped when it cannot serve again (its shutdown checkpoint
         // would only write files nobody reads, and can fail at a memory
         // ceiling its heap already reached).
-        const recycled = backend !== undefined && this.#releaseDir === undefined && recycleBackend(backend)
+        const recycled = backend !== undefined && this.#opened?.releaseDir === undefined && recycleBackend(backend)
         if (!recycled && backend) {
-          if (backend.inMemory && this.#releaseDir === undefined && !this.#options.fs) backend.abandon()
+          if (backend.inMemory && this.#opened?.releaseDir === undefined && !this.#options.fs) backend.abandon()
           else backend.shutdown(this.#closingNote())
         }
       } finally {
@@ -741,7 +703,7 @@ export class PGlite implements AsyncDisposable {
         this.#ready = false
         this.#notify.clear()
         this.#runner = undefined
-        await this.#releaseDir?.()
+        await this.#opened?.releaseDir?.()
         await this.#options.fs?.closeFs()
       }
     })
@@ -754,7 +716,7 @@ export class PGlite implements AsyncDisposable {
    */
   #closingNote(): string | undefined {
     const runner = this.#runner
-    if (!this.#onDisk || this.#inTransaction || !runner || this.#backend?.deadError) return undefined
+    if (!this.#opened?.onDisk || this.#inTransaction || !runner || this.#backend?.deadError) return undefined
     try {
       return JSON.stringify(readArrayTypes(runner))
     } catch {

@@ -15,6 +15,8 @@ import {
   restoreContribState,
   restoreCopy,
   restoreSavedState,
+  saveContribState,
+  saveState,
   startInMemory,
   startWithContrib,
   type MemoryStartOptions,
@@ -73,12 +75,10 @@ export interface OpenedInstance {
   readonly restart: (() => Promise<Backend>) | undefined
   /** A directory database (Node): its close leaves a note for the next open. */
   readonly onDisk: boolean
-  /** What a saved state of this in-memory database is keyed by; undefined where none can be saved. */
-  readonly stateKeyParts: SnapshotKeyParts | undefined
   /** Started from a saved state (see `createCached`). */
   readonly restoredState: boolean
-  /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
-  readonly contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined
+  /** Saves the state `createCached`'s setup left under `key`; undefined where none can be saved. */
+  readonly saveState: ((key: string, backend: Backend, note: string) => Promise<void>) | undefined
   /** A copy of another session (a clone or a saved state): its prepared statements are not this instance's. */
   readonly copied: boolean
   /** The catalog's array types where they are known without asking it. */
@@ -237,9 +237,11 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   let cloneSource: EngineSnapshot | undefined
   let restart: (() => Promise<Backend>) | undefined
   let onDisk = false
+  /** What a saved state of this in-memory database is keyed by; undefined where none can be saved. */
   let stateKeyParts: SnapshotKeyParts | undefined
   let restoredState = false
-  let contribState: OpenedInstance['contribState']
+  /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
+  let contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined
   try {
     if (opts.cloneOf) {
       backend = await restoreCopy(assets, opts.cloneOf, onLog, contrib)
@@ -310,9 +312,8 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
     store,
     restart,
     onDisk,
-    stateKeyParts,
     restoredState,
-    contribState,
+    saveState: saveStateOf(stateKeyParts, contribState),
     copied: opts.cloneOf !== undefined || restoredState,
     knownArrayTypes: known,
     learnArrayTypes: (rows) => {
@@ -320,4 +321,13 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
       if (cloneSource && !known) cloneArrayTypes.set(cloneSource, rows)
     },
   }
+}
+
+function saveStateOf(
+  keyParts: SnapshotKeyParts | undefined,
+  contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined,
+): OpenedInstance['saveState'] {
+  if (contribState) return async (key, backend, note) => saveContribState(contribState.start, contribState.contrib, key, backend, note)
+  if (keyParts) return (key, backend, note) => saveState(keyParts, key, backend, note)
+  return undefined
 }
