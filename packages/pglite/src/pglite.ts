@@ -1,7 +1,5 @@
 import type { Backend } from './engine/backend.js'
-import type { DataTree } from './engine/pgdata-tree.js'
 import type { ArrayTypeRow } from './engine/template.js'
-import { recycleBackend } from './engine/starter.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, resolveDataDirOptions } from './fs/data-dir.js'
 import type { ResultCollector } from './protocol/decode.js'
@@ -20,7 +18,10 @@ import { attachAddOns, setUpAddOns, type ReadyAddOn } from './extensions/add-ons
 import { contribExtensions } from './extensions/contrib.js'
 import { dumpName, packDataDir, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
-import { readArrayTypes, registerArrayTypes } from './instance/array-types.js'
+import { arrayTypesNote, registerArrayTypes } from './instance/array-types.js'
+import { cloneDatabase } from './instance/clone.js'
+import { endEngine } from './instance/engine-close.js'
+import { lockSessionUser } from './instance/session-user.js'
 import { takeLease } from './instance/engine-lease.js'
 import { deathError, restartFailure, startAgain } from './instance/engine-restart.js'
 import { ProtocolExec } from './instance/protocol-exec.js'
@@ -538,23 +539,7 @@ export class PGlite implements AsyncDisposable {
    */
   lockSessionUser(role: string): Promise<void> {
     if (typeof role !== 'string' || role === '') return Promise.reject(new TypeError('`role` must be a role name'))
-    return this.#exclusive((backend, runner) => {
-      const locked = backend.lockedSessionUser
-      if (locked === role) return
-      const bad = (why: string): EngineError => new EngineError(`cannot run the session as "${role}": ${why}`, { code: 'BAD_ROLE' })
-      if (locked !== undefined) throw bad(`it runs as "${locked}" for good`)
-      if (backend.inTransaction) throw bad('a transaction block is open')
-      const found = runner.query(
-        `select rolsuper, pg_has_role(rolname, 'pg_checkpoint', 'member') as checkpoints from pg_catalog.pg_roles where rolname = $1`,
-        [role],
-        undefined,
-      ).rows as { rolsuper: boolean; checkpoints: boolean }[]
-      if (found.length === 0) throw bad('no such role')
-      if (found[0]!.rolsuper) throw bad('it is a superuser, which would change nothing')
-      // clone() and dumpDataDir() take a CHECKPOINT in the session.
-      if (!found[0]!.checkpoints) runner.exec(`grant pg_checkpoint to ${quoteIdent(role)}`, undefined)
-      backend.lockSessionUser(role)
-    })
+    return this.#exclusive((backend, runner) => lockSessionUser(backend, runner, role))
   }
 
   /**
@@ -562,27 +547,13 @@ export class PGlite implements AsyncDisposable {
    * (taken after a CHECKPOINT).
    */
   clone(): Promise<PGlite> {
-    return this.#exclusive(async (backend, runner) => {
+    return this.#exclusive((backend, runner) => {
       const options = { ...this.#options, dataDir: undefined, fs: undefined, loadDataTree: undefined, loadDataDir: undefined }
-      if (backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction) {
-        // A memory-level copy: no startup; session state comes along, and so does a locked session user.
-        let copy: PGlite | undefined
-        try {
-          copy = await PGlite.create({ ...options, cloneOf: backend })
-        } catch (err) {
-          // With side modules a module may not line up with the snapshot: then copy the files, as without a snapshot.
-          if (Object.keys(options.extensions ?? {}).length === 0) throw err
-        }
-        if (copy) {
-          if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)
-          return copy
-        }
+      const ways = {
+        memoryCopy: backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction,
+        filesOnFailure: Object.keys(options.extensions ?? {}).length > 0,
       }
-      runner.exec('CHECKPOINT', undefined)
-      const tree: DataTree = backend.readDataTree()
-      const copy = await PGlite.create({ ...options, loadDataTree: tree })
-      if (backend.lockedSessionUser !== undefined) await copy.lockSessionUser(backend.lockedSessionUser)
-      return copy
+      return cloneDatabase(backend, runner, ways, (source) => PGlite.create({ ...options, ...source }))
     })
   }
 
@@ -688,16 +659,8 @@ export class PGlite implements AsyncDisposable {
     await this.#queue.run(async () => {
       try {
         const backend = this.#backend
-        // Nothing of an in-memory database is kept: its module goes back to
-        // the pool for the next create() instead of a Postgres shutdown, or
-        // is dropped when it cannot serve again (its shutdown checkpoint
-        // would only write files nobody reads, and can fail at a memory
-        // ceiling its heap already reached).
-        const recycled = backend !== undefined && this.#opened?.releaseDir === undefined && recycleBackend(backend)
-        if (!recycled && backend) {
-          if (backend.inMemory && this.#opened?.releaseDir === undefined && !this.#options.fs) backend.abandon()
-          else backend.shutdown(this.#closingNote())
-        }
+        const stored = this.#opened?.releaseDir !== undefined
+        if (backend) endEngine(backend, { stored, fsOption: !!this.#options.fs, note: () => this.#closingNote() })
       } finally {
         this.#closed = true
         this.#ready = false
@@ -717,11 +680,7 @@ export class PGlite implements AsyncDisposable {
   #closingNote(): string | undefined {
     const runner = this.#runner
     if (!this.#opened?.onDisk || this.#inTransaction || !runner || this.#backend?.deadError) return undefined
-    try {
-      return JSON.stringify(readArrayTypes(runner))
-    } catch {
-      return undefined
-    }
+    return arrayTypesNote(runner)
   }
 
   async [asyncDispose](): Promise<void> {

@@ -39,3 +39,12 @@ export function parseArrayTypes(note: string | undefined): readonly ArrayTypeRow
     return undefined
   }
 }
+
+/** The catalog's array types as a note for the next open, or undefined when the query fails. */
+export function arrayTypesNote(runner: QueryRunner): string | undefined {
+  try {
+    return JSON.stringify(readArrayTypes(runner))
+  } catch {
+    return undefined
+  }
+}
