@@ -1,15 +1,11 @@
-import type { Backend } from './engine/backend.js'
-import type { ArrayTypeRow } from './engine/template.js'
 import { ClosedError, DatabaseError, EngineError, ProtocolError } from './errors.js'
 import { claimDir, resolveDataDirOptions } from './fs/data-dir.js'
-import type { ResultCollector } from './protocol/decode.js'
 import type { BackendMessage } from './protocol/message-sink.js'
-import { stoppable, whileNotAborted, type TransactionOptions } from './query/abort.js'
-import { ExecQueue } from './query/queue.js'
+import type { TransactionOptions } from './query/abort.js'
 import type { DescribeQueryResult, QueryOptions, Results } from './query/results.js'
-import { QueryRunner } from './query/runner.js'
+import type { QueryRunner } from './query/runner.js'
 import { query as templateQuery } from './query/template.js'
-import { NotifyRegistry, toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
+import { toChannelName, type ChannelListener, type NotificationListener } from './notify.js'
 import { defaultParsers, defaultSerializers, type Parser, type Serializer } from './types/index.js'
 import { BASE_ARGS, startArgsForStorage, type ExtensionNamespaces, type PGliteOptions } from './options.js'
 import { fsDataDir } from './fs-compat/filesystem.js'
@@ -18,17 +14,12 @@ import { attachAddOns, setUpAddOns, type ReadyAddOn } from './extensions/add-ons
 import { contribExtensions } from './extensions/contrib.js'
 import { dumpName, packDataDir, type DumpCompression } from './fs/dump.js'
 import { dumpSql } from './dump-sql.js'
-import { arrayTypesNote, registerArrayTypes } from './instance/array-types.js'
 import { cloneDatabase } from './instance/clone.js'
-import { endEngine } from './instance/engine-close.js'
 import { lockSessionUser } from './instance/session-user.js'
-import { takeLease } from './instance/engine-lease.js'
-import { deathError, restartFailure, startAgain } from './instance/engine-restart.js'
-import { ProtocolExec } from './instance/protocol-exec.js'
 import { runExec, runQuery } from './instance/query-calls.js'
-import { quoteIdent } from './instance/quote-ident.js'
 import { runTransaction } from './instance/transaction-handle.js'
-import { openInstance, type OpenedInstance } from './instance/open-instance.js'
+import { openInstance } from './instance/open-instance.js'
+import { InstanceEngine } from './instance/instance-engine.js'
 import type { ExecProtocolOptions, ExecProtocolResult, ExecProtocolStreamOptions } from './exec-protocol-types.js'
 import type { EngineLease } from './lease-types.js'
 import type { Transaction } from './transaction-types.js'
@@ -69,23 +60,9 @@ export class PGlite implements AsyncDisposable {
   readonly serializers: Record<number, Serializer>
 
   readonly #options: PGliteOptions
-  readonly #queue = new ExecQueue()
-  readonly #notify = new NotifyRegistry()
-  #backend: Backend | undefined
-  #runner: QueryRunner | undefined
-  /** How the engine was started: its storage, how it starts again, how its state is saved. */
-  #opened: OpenedInstance | undefined
-  #ready = false
-  #closing = false
-  /** Why the instance was closed when it was not its owner's close(). */
-  #closedBecause: string | undefined
-  #closed = false
+  readonly #engine: InstanceEngine
   #closePromise: Promise<void> | undefined
-  /** How many times the engine was started again after it died. */
-  #restarts = 0
-  #inTransaction = false
   readonly #extensionClosers: (() => Promise<void>)[] = []
-  readonly #protocol = new ProtocolExec(this.#notify, () => this.#runner)
 
   /**
    * @param dataDir `memory://` or nothing for an in-memory database; a path
@@ -103,6 +80,16 @@ export class PGlite implements AsyncDisposable {
     this.debug = opts.debug ?? 0
     this.parsers = { ...defaultParsers, ...opts.parsers }
     this.serializers = { ...defaultSerializers, ...opts.serializers }
+    const settings = {
+      dataDir: opts.dataDir,
+      username: opts.username,
+      maxMemory: opts.maxMemory,
+      statementCacheSize: opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
+      customSerializers: opts.serializers !== undefined && Object.keys(opts.serializers).length > 0,
+      parsers: this.parsers,
+      serializers: this.serializers,
+    }
+    this.#engine = new InstanceEngine(settings, () => this.waitReady)
     this.waitReady = this.#init()
     // An instance nobody awaits must not crash the process with an unhandled rejection.
     this.waitReady.catch(() => {})
@@ -159,15 +146,15 @@ export class PGlite implements AsyncDisposable {
       throw new TypeError(`createCached makes in-memory databases; \`dataDir\` must be 'memory://' or absent, not ${JSON.stringify(dataDir)}`)
     }
     const db = await PGlite.create({ ...options, savedState: key } as O)
-    if (db.#opened?.restoredState) return db
+    if (db.#engine.opened?.restoredState) return db
     try {
       await setup(db)
-      if (db.#inTransaction) throw new Error('createCached: `setup` left a transaction open; commit or roll it back before it returns')
-      await db.#exclusive(async (backend, runner) => {
-        const save = db.#opened?.saveState
+      if (db.#engine.inTransaction) throw new Error('createCached: `setup` left a transaction open; commit or roll it back before it returns')
+      await db.#engine.exclusive(async (backend, runner) => {
+        const save = db.#engine.opened?.saveState
         if (!save || !backend.isSnapshotable) return
         // The array types as they are now (setup may have made enums or composites), so a restore need not ask.
-        await save(key, backend, JSON.stringify(db.#registerArrayTypes(runner)))
+        await save(key, backend, JSON.stringify(db.#engine.registerArrayTypes(runner)))
       })
     } catch (err) {
       await db.close()
@@ -192,81 +179,8 @@ export class PGlite implements AsyncDisposable {
       claimDir: (path) => claimDir(path, this, PGlite.#yieldDirOf),
       onLog: this.debug > 0 ? (line: string) => console.debug(`[pgwasm] ${line}`) : undefined,
     })
-    this.#opened = opened
-    const runner = this.#attach(opened.backend)
-    // A copy inherits the source's prepared statements; its cache starts empty.
-    if (opened.copied) runner.exec('DEALLOCATE ALL', undefined)
-    this.#setRole(runner)
-    opened.learnArrayTypes(this.#registerArrayTypes(runner, opened.knownArrayTypes))
-    this.#ready = true
+    this.#engine.open(opened)
     if (addOns.length > 0) await this.#attachAddOns(addOns)
-  }
-
-  /** Makes `backend` the instance's engine, with a new query runner for it. */
-  #attach(backend: Backend): QueryRunner {
-    const opts = this.#options
-    this.#backend = backend
-    backend.memoryLimit = opts.maxMemory
-    this.#runner = new QueryRunner(
-      backend,
-      { afterExec: (c, o) => this.#afterExec(c, o) },
-      this.parsers,
-      this.serializers,
-      opts.statementCache === false ? 0 : (opts.statementCache ?? 100),
-      opts.serializers !== undefined && Object.keys(opts.serializers).length > 0,
-    )
-    return this.#runner
-  }
-
-  #setRole(runner: QueryRunner): void {
-    const { username } = this.#options
-    if (username && username !== 'postgres') runner.exec(`SET ROLE ${quoteIdent(username)}`, undefined)
-  }
-
-  /**
-   * After the engine died under a directory or idb:// database: Postgres
-   * starts again on what is stored (crash recovery replays the WAL, so every
-   * committed transaction is kept) and the instance goes on with a new session, set up
-   * as the old one was at its start, with the same `listen()` channels and
-   * locked session user. Anything else, or a failed new start, closes the
-   * instance. Returns the error that reports the death to the call that
-   * met it. Runs in the queue; a second call for the same death does nothing.
-   */
-  async #afterDeath(dead: Backend): Promise<EngineError> {
-    if (this.#backend === dead && !this.#closed) {
-      const restart = this.#opened?.restart
-      if (restart && !this.#closing) {
-        try {
-          await startAgain(dead, { restart, adopt: (backend) => this.#adopt(backend), channels: this.#notify.channels })
-          this.#inTransaction = false
-          this.#restarts++
-        } catch (err) {
-          this.#closedBecause ??= restartFailure(err)
-          this.#markDead()
-        }
-      } else {
-        this.#markDead()
-      }
-    }
-    return this.#deathError(dead)
-  }
-
-  /** A new engine after a death, its session as the old one's was at its start. */
-  #adopt(backend: Backend): QueryRunner {
-    const runner = this.#attach(backend)
-    this.#setRole(runner)
-    this.#registerArrayTypes(runner)
-    return runner
-  }
-
-  #deathError(dead: Backend, pending = false): EngineError {
-    return deathError(dead, {
-      dataDir: this.dataDir,
-      restartable: this.#opened?.restart !== undefined,
-      pending,
-      replaced: !this.#closed && this.#backend !== dead,
-      closedBecause: this.#closedBecause,
-    })
   }
 
   /** The add-ons' namespaces and `init`s, on the ready instance; one that fails fails the start. */
@@ -274,52 +188,19 @@ export class PGlite implements AsyncDisposable {
     try {
       await attachAddOns(this, ready, this.#extensionClosers)
     } catch (err) {
-      this.#ready = false
-      try {
-        this.#backend?.shutdown()
-      } finally {
-        this.#closed = true
-        this.#opened?.releaseDir?.()
-      }
+      this.#engine.failStart()
       throw err
     }
   }
 
-  /** Adds parsers and serializers for the catalog's array types (`known`: skip the query). Returns the rows used. */
-  #registerArrayTypes(runner: QueryRunner, known?: readonly ArrayTypeRow[]): readonly ArrayTypeRow[] {
-    return registerArrayTypes(runner, this.parsers, this.serializers, known)
-  }
-
-  #afterExec(collector: ResultCollector, options: QueryOptions | undefined): void {
-    if (collector.notices && options?.onNotice) for (const n of collector.notices) options.onNotice(n)
-    if (collector.notifications) this.#notify.dispatch(collector.notifications)
-    this.#inTransaction = collector.txStatus !== 0x49
-  }
-
-  /** Why a call on a closed instance fails: the engine's death, when that closed it. */
-  #closedFailure(): Error {
-    const backend = this.#backend
-    return backend?.deadError ? this.#deathError(backend) : this.#closedError()
-  }
-
-  #closedError(): ClosedError {
-    return this.#closedBecause ? new ClosedError(`PGlite is closed: ${this.#closedBecause}`) : new ClosedError()
-  }
-
   /** True once started and until `close()` begins. */
   get ready(): boolean {
-    return this.#ready && !this.#closing && !this.#closed
+    return this.#engine.ready
   }
 
   /** True after `close()` finished or the engine died. */
   get closed(): boolean {
-    return this.#closed
-  }
-
-  /** Waits until the instance is started; rejects once it is closing or closed. The engine itself is taken in the queue. */
-  async #started(): Promise<void> {
-    if (this.#closing || this.#closed) throw this.#closedFailure()
-    if (!this.#ready) await this.waitReady
+    return this.#engine.closed
   }
 
   // Static, so that the claim (held in a process-wide map) keeps no reference
@@ -329,48 +210,8 @@ export class PGlite implements AsyncDisposable {
 
   /** Closes this instance for another one of this process that opens its directory. */
   async #yieldDir(reason: string): Promise<void> {
-    this.#closedBecause ??= reason
+    this.#engine.closeBecause(reason)
     await this.close()
-  }
-
-  /**
-   * Runs `job` on the engine in the queue, with the engine of its turn (a
-   * directory database may have started a new one meanwhile). If the engine
-   * died, the instance starts it again or closes (see `#afterDeath`).
-   */
-  async #exclusive<T>(job: (backend: Backend, runner: QueryRunner) => Promise<T> | T): Promise<T> {
-    await this.#started()
-    return this.#queue.run(async () => {
-      if (this.#closed) throw this.#closedFailure()
-      const backend = this.#backend!
-      try {
-        return await job(backend, this.#runner!)
-      } catch (err) {
-        if (backend.deadError) throw await this.#afterDeath(backend)
-        throw err
-      } finally {
-        // A commit is in IndexedDB before its promise resolves (idb:// only).
-        const persistence = this.#opened?.store?.current
-        if (persistence && !backend.deadError && !backend.inTransaction) await persistence.flush()
-      }
-    })
-  }
-
-  /**
-   * {@link #exclusive}, stopped by `signal` (query/abort.ts): before its
-   * turn, or where the engine polls while it runs. Without a signal the
-   * call costs what it always did: no wrapper, no extra promise.
-   */
-  #exclusiveUnless<T>(signal: AbortSignal | undefined, job: (backend: Backend, runner: QueryRunner) => Promise<T>): Promise<T> {
-    if (!signal) return this.#exclusive(job)
-    return stoppable(signal, (stopped) => this.#exclusive((backend, runner) => stopped() ?? whileNotAborted(backend, signal, () => job(backend, runner))))
-  }
-
-  #markDead(): void {
-    this.#closed = true
-    this.#ready = false
-    void this.#opened?.releaseDir?.()
-    this.#notify.clear()
   }
 
   /**
@@ -378,7 +219,7 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} when Postgres reports an error; the instance stays usable.
    */
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Results<T>> {
-    return this.#exclusiveUnless(options?.signal, (backend, runner) => runQuery<T>(backend, runner, sql, params ?? [], options))
+    return this.#engine.exclusiveUnless(options?.signal, (backend, runner) => runQuery<T>(backend, runner, sql, params ?? [], options))
   }
 
   /** Like {@link query}, from a template: `` db.sql`select * from t where id = ${id}` ``. */
@@ -392,12 +233,12 @@ export class PGlite implements AsyncDisposable {
    * returns a result per statement.
    */
   exec(sql: string, options?: QueryOptions): Promise<Results[]> {
-    return this.#exclusiveUnless(options?.signal, (backend, runner) => runExec(backend, runner, sql, options))
+    return this.#engine.exclusiveUnless(options?.signal, (backend, runner) => runExec(backend, runner, sql, options))
   }
 
   /** The parameter and result types of a statement, without running it. */
   describeQuery(sql: string, options?: QueryOptions): Promise<DescribeQueryResult> {
-    return this.#exclusive((_b, runner) => runner.describe(sql, options))
+    return this.#engine.exclusive((_b, runner) => runner.describe(sql, options))
   }
 
   /**
@@ -406,7 +247,7 @@ export class PGlite implements AsyncDisposable {
    * @throws {DatabaseError} code `25P02` when COMMIT found the transaction aborted.
    */
   transaction<T>(callback: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.#exclusiveUnless(options?.signal, (backend, runner) =>
+    return this.#engine.exclusiveUnless(options?.signal, (backend, runner) =>
       runTransaction({ backend, runner, listen: (channel, cb) => this.#listen(runner, channel, cb) }, callback, options?.signal),
     )
   }
@@ -417,16 +258,16 @@ export class PGlite implements AsyncDisposable {
    */
   listen(channel: string, callback: ChannelListener, tx?: Transaction): Promise<(tx?: Transaction) => Promise<void>> {
     if (tx) return tx.listen(channel, callback)
-    return this.#exclusive((_b, runner) => this.#listen(runner, channel, callback))
+    return this.#engine.exclusive((_b, runner) => this.#listen(runner, channel, callback))
   }
 
   #listen(runner: QueryRunner, channel: string, callback: ChannelListener): (tx?: Transaction) => Promise<void> {
     const name = toChannelName(channel)
-    this.#notify.add(name, callback)
+    this.#engine.notify.add(name, callback)
     try {
       runner.exec(`LISTEN ${channel}`, undefined)
     } catch (err) {
-      this.#notify.remove(name, callback)
+      this.#engine.notify.remove(name, callback)
       throw err
     }
     return (tx?: Transaction) => this.unlisten(channel, callback, tx)
@@ -435,20 +276,20 @@ export class PGlite implements AsyncDisposable {
   /** Removes a callback (or every callback) of a channel; `UNLISTEN`s when none is left. */
   async unlisten(channel: string, callback?: ChannelListener, tx?: Transaction): Promise<void> {
     const name = toChannelName(channel)
-    if (!this.#notify.remove(name, callback)) return
-    if (this.#closing || this.#closed) return
+    if (!this.#engine.notify.remove(name, callback)) return
+    if (this.#engine.closing || this.#engine.closed) return
     if (tx) await tx.exec(`UNLISTEN ${channel}`)
     else await this.exec(`UNLISTEN ${channel}`)
   }
 
   /** Calls `callback` for every notification on any channel this session listens to. */
   onNotification(callback: NotificationListener): () => void {
-    this.#notify.addGlobal(callback)
-    return () => this.#notify.removeGlobal(callback)
+    this.#engine.notify.addGlobal(callback)
+    return () => this.#engine.notify.removeGlobal(callback)
   }
 
   offNotification(callback: NotificationListener): void {
-    this.#notify.removeGlobal(callback)
+    this.#engine.notify.removeGlobal(callback)
   }
 
   /**
@@ -457,12 +298,12 @@ export class PGlite implements AsyncDisposable {
    * @throws {ProtocolError} for malformed frames; {@link DatabaseError} for an ErrorResponse unless `throwOnError: false`.
    */
   execProtocol(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<ExecProtocolResult> {
-    return this.#exclusive((backend) => this.#protocol.execProtocol(backend, message, options))
+    return this.#engine.exclusive((backend) => this.#engine.protocol.execProtocol(backend, message, options))
   }
 
   /** Like {@link execProtocol}, returning only the decoded messages. */
   execProtocolStream(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<BackendMessage[]> {
-    return this.#exclusive((backend) => this.#protocol.execMessages(backend, message, options, false))
+    return this.#engine.exclusive((backend) => this.#engine.protocol.execMessages(backend, message, options, false))
   }
 
   /**
@@ -470,7 +311,7 @@ export class PGlite implements AsyncDisposable {
    * @throws {ProtocolError} for malformed frames; the instance stays usable.
    */
   execProtocolRaw(message: Uint8Array, _options: ExecProtocolOptions = {}): Promise<Uint8Array> {
-    return this.#exclusive((backend) => this.#protocol.execRaw(backend, message))
+    return this.#engine.exclusive((backend) => this.#engine.protocol.execRaw(backend, message))
   }
 
   /**
@@ -479,7 +320,7 @@ export class PGlite implements AsyncDisposable {
    * still delivered to listeners).
    */
   execProtocolRawStream(message: Uint8Array, options: ExecProtocolStreamOptions): Promise<void> {
-    return this.#exclusive((backend) => this.#protocol.execRawStream(backend, message, options.onRawData))
+    return this.#engine.exclusive((backend) => this.#engine.protocol.execRawStream(backend, message, options.onRawData))
   }
 
   /**
@@ -488,40 +329,19 @@ export class PGlite implements AsyncDisposable {
    * raw execs (a transaction of a socket client). The lease's exec is the
    * raw-stream path (raw or raw + notify).
    */
-  async lease(): Promise<EngineLease> {
-    await this.#started()
-    const db = this
-    return takeLease({
-      queue: this.#queue,
-      notify: this.#notify,
-      protocol: this.#protocol,
-      get closed() {
-        return db.#closed
-      },
-      get backend() {
-        return db.#backend!
-      },
-      get restarts() {
-        return db.#restarts
-      },
-      closedFailure: () => this.#closedFailure(),
-      afterDeath: (dead) => this.#afterDeath(dead),
-      diedUnderLease: (dead) => {
-        if (!this.#opened?.restart) this.#markDead()
-        return this.#deathError(dead, true)
-      },
-    })
+  lease(): Promise<EngineLease> {
+    return this.#engine.lease()
   }
 
   /** Runs `fn` while holding the instance's queue (no other call interleaves). */
   runExclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.#exclusive(() => fn())
+    return this.#engine.exclusive(() => fn())
   }
 
   /** Re-reads array types from the catalog (after creating types). */
   refreshArrayTypes(): Promise<void> {
-    return this.#exclusive((_b, runner) => {
-      this.#registerArrayTypes(runner)
+    return this.#engine.exclusive((_b, runner) => {
+      this.#engine.registerArrayTypes(runner)
     })
   }
 
@@ -539,7 +359,7 @@ export class PGlite implements AsyncDisposable {
    */
   lockSessionUser(role: string): Promise<void> {
     if (typeof role !== 'string' || role === '') return Promise.reject(new TypeError('`role` must be a role name'))
-    return this.#exclusive((backend, runner) => lockSessionUser(backend, runner, role))
+    return this.#engine.exclusive((backend, runner) => lockSessionUser(backend, runner, role))
   }
 
   /**
@@ -547,10 +367,10 @@ export class PGlite implements AsyncDisposable {
    * (taken after a CHECKPOINT).
    */
   clone(): Promise<PGlite> {
-    return this.#exclusive((backend, runner) => {
+    return this.#engine.exclusive((backend, runner) => {
       const options = { ...this.#options, dataDir: undefined, fs: undefined, loadDataTree: undefined, loadDataDir: undefined }
       const ways = {
-        memoryCopy: backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#inTransaction,
+        memoryCopy: backend.isSnapshotable && this.#options.initialMemory === undefined && !this.#engine.inTransaction,
         filesOnFailure: Object.keys(options.extensions ?? {}).length > 0,
       }
       return cloneDatabase(backend, runner, ways, (source) => PGlite.create({ ...options, ...source }))
@@ -566,7 +386,7 @@ export class PGlite implements AsyncDisposable {
   copyToFS(path: string, data: Uint8Array, mode = 0o644): Promise<void> {
     if (typeof path !== 'string' || !path.startsWith('/')) return Promise.reject(new TypeError('`path` must be an absolute path'))
     if (!(data instanceof Uint8Array)) return Promise.reject(new TypeError('`data` must be a Uint8Array'))
-    return this.#exclusive((backend) => backend.writeFile(path, data, mode))
+    return this.#engine.exclusive((backend) => backend.writeFile(path, data, mode))
   }
 
   /**
@@ -574,8 +394,8 @@ export class PGlite implements AsyncDisposable {
    * engine's memory (`HEAPU8`), e.g. to check `initialMemory`.
    */
   get Module(): { readonly HEAPU8: Uint8Array } {
-    const backend = this.#backend
-    if (!backend || !this.#ready) throw new ClosedError('PGlite is not ready (await waitReady) or is closed')
+    const backend = this.#engine.backend
+    if (!backend || !this.#engine.started) throw new ClosedError('PGlite is not ready (await waitReady) or is closed')
     return {
       get HEAPU8() {
         return backend.heap
@@ -592,7 +412,7 @@ export class PGlite implements AsyncDisposable {
    * @param compression `'auto'` (the default) and `'gzip'` compress; `'none'` does not.
    */
   async dumpDataDir(compression: DumpCompression = 'auto'): Promise<File | Blob> {
-    const tree = await this.#exclusive((backend, runner) => {
+    const tree = await this.#engine.exclusive((backend, runner) => {
       runner.exec('CHECKPOINT', undefined)
       return backend.readDataTree()
     })
@@ -610,19 +430,19 @@ export class PGlite implements AsyncDisposable {
 
   /** Sizes of internal buffers, for memory tests. Not a stable API. */
   _internalStats(): { rowsHeld: number; scannerBytes: number; rawBufferBytes: number; cachedStatements: number; wasmMemoryBytes: number } {
-    const runner = this.#runner
+    const { runner, backend } = this.#engine
     return {
       rowsHeld: runner?.collector.rowsHeld ?? 0,
-      scannerBytes: Math.max(runner?.handlerAssemblyBytes ?? 0, this.#protocol.assemblyBytes),
-      rawBufferBytes: this.#protocol.rawBufferBytes,
+      scannerBytes: Math.max(runner?.handlerAssemblyBytes ?? 0, this.#engine.protocol.assemblyBytes),
+      rawBufferBytes: this.#engine.protocol.rawBufferBytes,
       cachedStatements: runner?.cache.size ?? 0,
-      wasmMemoryBytes: this.#backend && !this.#closed ? this.#backend.memoryBytes : 0,
+      wasmMemoryBytes: backend && !this.#engine.closed ? backend.memoryBytes : 0,
     }
   }
 
   /** Whether the session is inside a transaction (as of the last request), as PGlite's method. */
   isInTransaction(): boolean {
-    return this.#inTransaction
+    return this.#engine.inTransaction
   }
 
   /**
@@ -648,39 +468,8 @@ export class PGlite implements AsyncDisposable {
     if (failure) throw failure.error
   }
 
-  async #close(): Promise<void> {
-    this.#closing = true
-    try {
-      await this.waitReady
-    } catch {
-      this.#closed = true
-      return
-    }
-    await this.#queue.run(async () => {
-      try {
-        const backend = this.#backend
-        const stored = this.#opened?.releaseDir !== undefined
-        if (backend) endEngine(backend, { stored, fsOption: !!this.#options.fs, note: () => this.#closingNote() })
-      } finally {
-        this.#closed = true
-        this.#ready = false
-        this.#notify.clear()
-        this.#runner = undefined
-        await this.#opened?.releaseDir?.()
-        await this.#options.fs?.closeFs()
-      }
-    })
-  }
-
-  /**
-   * For a directory, the catalog's array types as the close leaves them, so
-   * the next open skips that query. None inside a transaction block (its
-   * types are rolled back) or when the query fails.
-   */
-  #closingNote(): string | undefined {
-    const runner = this.#runner
-    if (!this.#opened?.onDisk || this.#inTransaction || !runner || this.#backend?.deadError) return undefined
-    return arrayTypesNote(runner)
+  #close(): Promise<void> {
+    return this.#engine.close(this.#options.fs)
   }
 
   async [asyncDispose](): Promise<void> {
