@@ -1,12 +1,10 @@
-import { randomInt } from 'node:crypto'
 import { isIP } from 'node:net'
 import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
-import { Authenticator, type AuthMethod } from './auth.js'
+import { Authenticator } from './auth.js'
 import { CopyInBuffer } from '../copy/copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
 import { CopyStream } from '../copy/copy-stream.js'
 import { BatchBuilder } from '../wire/batch.js'
-import type { AuthThrottle } from './auth-throttle.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
 import { ClientNames } from './client-names.js'
 import { FrameReader } from '../wire/frame-reader.js'
@@ -28,127 +26,27 @@ import { splitIfCopyFromClient, type SqlStatement } from '../sql/sql-split.js'
 import { readStartupRequest, startupFromParams, startupReply, type StartupParams } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
-import { dollarQuote } from '../sql/quoting.js'
 import {
   EXTENDED_TYPES,
   Msg,
   concat,
   copyFail,
   copyOut,
-  cstrings,
-  frame,
   readInt32,
   decodeUtf8,
   errorResponse,
-  forEachFrame,
-  queryMessage,
-  readRows,
   readyForQuery,
   statusLetter,
   unexpectedDuringCopy,
 } from '../wire/wire.js'
+import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
+import { aliasFrame, closeStatement, isOneRequest, isTerminate, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
 
-/** Where a session's bytes come from and go to: a socket, or the in-process bridge. */
-export interface Transport {
-  write(bytes: Uint8Array): void
-  /** Ends the connection after pending writes. */
-  end(): void
-  /** Where the client connects from (for the password throttle); one key for all when absent. */
-  readonly remoteAddress?: string
-  /** Its TCP port, for `pg_stat_activity.client_port`. */
-  readonly remotePort?: number
-  /** Bytes written but not yet taken by the client. */
-  readonly backlogBytes?: number
-  /** Resolves once the client has taken what was written (or left). */
-  drained?(): Promise<void>
-  /**
-   * Whether the client has closed its side, asked while the engine runs its
-   * statement: it must answer at once, from what the kernel holds.
-   */
-  peerLeft?(): boolean
-  /**
-   * Reads what the kernel holds for the connection now, while the engine
-   * holds this thread (copy-stream.ts): bytes read, 0 for none yet, or
-   * PEER_LEFT. Absent where that cannot be done (no descriptor to read).
-   */
-  readNow?(into: Uint8Array): number
-  /** Whether everything read from the connection so far was delivered (so {@link readNow} reads what follows it). */
-  readNowReady?(): boolean
-}
-
-/** What sessions share: the databases, limits and password settings of a server. */
-export interface SessionHost {
-  readonly password?: string
-  readonly authMethod: AuthMethod
-  readonly syncTimeoutMs: number
-  readonly maxMessageBytes: number
-  /** See HostOptions. */
-  readonly idleInTransactionTimeoutMs: number
-  /** The longest one request may hold the engine (0: no limit). */
-  readonly maxStatementMs: number
-  readonly authenticationTimeoutMs: number
-  readonly maxCopyBytes: number
-  /** See HostOptions; 0: COPY data is held until CopyDone. */
-  readonly copyStallMs: number
-  readonly authThrottle: AuthThrottle
-  readonly serverVersion: string
-  /**
-   * The multiplexer of the named database, creating its instance on first use.
-   * @throws {UnknownDatabaseError} (`code` 'UNKNOWN_DATABASE') for a database it does not have.
-   */
-  database(name: string): Promise<Multiplexer>
-  /** Called after a client ran `DROP DATABASE name`. */
-  dropped(name: string): void
-  /** A client of database `name` is gone, its cleanup done (the host may unload an idle database). */
-  left(name: string): void
-  cancel(processId: number, secret: number): void
-  /**
-   * `pg_terminate_backend()` or `pg_cancel_backend()` of a pid that is no
-   * client of the caller's database: true when it is a client of another.
-   */
-  signal(processId: number, signal: 'terminate' | 'cancel'): boolean
-  /** Whether a CancelRequest for this key came while the engine ran its statement (asked while it runs). */
-  canceledWhileRunning(processId: number, secret: number): boolean
-  /** The session can be reached by CancelRequest from now on, until {@link untrack}. */
-  track(session: CancelTarget): void
-  untrack(session: CancelTarget): void
-  log(message: string): void
-}
-
-/** What a CancelRequest reaches. */
-export interface CancelTarget {
-  readonly processId: number
-  readonly secret: number
-  /** Fails its statement that waits for the engine with 57014; false when none waits. */
-  cancelWaiting(): boolean
-  /** Ends its connection with a FATAL error. */
-  terminate(code: string, message: string): void
-}
-
-/** The frame at `bytes[at, at + size)` with its SQL, `bytes[sqlStart, sqlEnd)`, replaced by `sql`. */
-function withSql(bytes: Uint8Array, at: number, size: number, sqlStart: number, sqlEnd: number, sql: string): Uint8Array {
-  const text = new TextEncoder().encode(sql)
-  const out = new Uint8Array(size - (sqlEnd - sqlStart) + text.length)
-  out.set(bytes.subarray(at, sqlStart), 0)
-  out.set(text, sqlStart - at)
-  out.set(bytes.subarray(sqlEnd, at + size), sqlStart - at + text.length)
-  new DataView(out.buffer).setInt32(1, out.length - 1)
-  return out
-}
+// The server (net/) reaches a session through this module.
+export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
 
 /** Why a batch that waited for the engine did not run: its client sent a CancelRequest. */
 const CANCELED = new Error('canceled by a CancelRequest')
-
-/** Whether `batch` is exactly one request: one Query, or extended messages ending in their one Sync. */
-function isOneRequest(batch: Uint8Array): boolean {
-  let ends = 0
-  let last = 0
-  forEachFrame(batch, (type) => {
-    if (type === Msg.Query || type === Msg.Sync) ends++
-    last = type
-  })
-  return ends === 1 && (last === Msg.Query || last === Msg.Sync)
-}
 
 /** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
 const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
@@ -176,50 +74,7 @@ const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
  */
 const MAX_DEFERRED_BYTES = 16 * 1024 * 1024
 
-let nextProcessId = 1000
-
-/** A process id and cancel secret for a new client, unique in this process. */
-export function newProcessKey(): { readonly processId: number; readonly secret: number } {
-  return { processId: nextProcessId++, secret: randomInt(1, 0x7fffffff) }
-}
-
-/**
- * A client the cancel helper started while the server's thread ran a
- * statement: it already has its AuthenticationOk, ParameterStatus (`told`),
- * cancel key and ReadyForQuery.
- */
-export interface StartedElsewhere {
-  readonly processId: number
-  readonly secret: number
-  readonly params: ReadonlyMap<string, string>
-  readonly told: ReadonlyMap<string, string>
-}
-
 const ignore = (): void => {}
-const SYNC = new Uint8Array([0x53 /* S */, 0, 0, 0, 4])
-
-/** Close of a prepared statement, then Sync. */
-function closeStatement(name: string): Uint8Array {
-  return concat([frame(Msg.Close, concat([new Uint8Array([0x53 /* S */]), cstrings(name)])), SYNC])
-}
-
-/** The Bind or Describe frame at `buffer[at]` with the unnamed statement replaced by `name`. */
-function aliasFrame(buffer: Uint8Array, at: number, size: number, name: Uint8Array): Uint8Array {
-  // The statement's name is empty: its NUL is the first one after the portal name (Bind) or kind byte (Describe).
-  const nameAt = buffer[at] === Msg.Bind ? nulAfter(buffer, at + 5, at + size) + 1 : at + 6
-  const out = Buffer.allocUnsafe(size + name.length)
-  out.set(buffer.subarray(at, nameAt), 0)
-  out.set(name, nameAt - at)
-  out.set(buffer.subarray(nameAt, at + size), nameAt - at + name.length)
-  out.writeInt32BE(size + name.length - 1, 1)
-  return out
-}
-
-/** Offset of the first NUL in `buffer[from, end)`, or `end`. */
-function nulAfter(buffer: Uint8Array, from: number, end: number): number {
-  const at = buffer.indexOf(0, from)
-  return at < 0 || at > end ? end : at
-}
 
 /**
  * How long past its transaction_timeout a client's running statement may go
@@ -1456,24 +1311,10 @@ export class Session implements MuxClient {
   }
 }
 
-/** Whether the bytes at `at` are a Terminate message (`X`, length 4). */
-function isTerminate(bytes: Uint8Array, at: number, available: number): boolean {
-  return available >= 5 && bytes[at] === Msg.Terminate && readInt32(bytes, at + 1) === 4
-}
-
 /** BindComplete, and the NoData and ParameterDescription (no parameters) a Describe of a COPY gets. */
 const BIND_COMPLETE = new Uint8Array([0x32 /* 2 */, 0, 0, 0, 4])
 const NO_DATA = new Uint8Array([0x6e /* n */, 0, 0, 0, 4])
 const NO_PARAMETERS = new Uint8Array([0x74 /* t */, 0, 0, 0, 6, 0, 0])
-
-/** Whether the Parse frame at `bytes[at, end)` is of the unnamed statement and holds a COPY FROM STDIN. */
-function parsesCopyFromClient(bytes: Uint8Array, at: number, end: number): boolean {
-  if (bytes[at + 5] !== 0) return false
-  const sqlStart = at + 6
-  const sqlEnd = nulAfter(bytes, sqlStart, end)
-  if (!mayNeedInspection(bytes, sqlStart, sqlEnd)) return false
-  return splitIfCopyFromClient(decodeUtf8(bytes.subarray(sqlStart, sqlEnd))) !== undefined
-}
 
 /** How much of a statement's text `pg_stat_activity` keeps (Postgres's `track_activity_query_size` default). */
 const ACTIVITY_SQL_BYTES = 1024
