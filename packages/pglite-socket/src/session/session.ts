@@ -14,7 +14,8 @@ import { ListenRouting } from '../pooler/listen-routing.js'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { OutputSplitter } from '../wire/output.js'
 import { StatementRenamer } from '../wire/rename.js'
-import { PARSE_COMPLETE, UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from './unnamed-cache.js'
+import { PARSE_COMPLETE, sqlMayChangeMeaning } from './unnamed-cache.js'
+import { CacheGate } from './cache-gate.js'
 import { sessionObjectsMayChange } from '../pooler/session-objects.js'
 import { mayNameInternal, withoutForeignNames } from '../sql/foreign-names.js'
 import { mayReachEveryClient, ownScoped } from '../sql/own-scope.js'
@@ -31,7 +32,6 @@ import {
   Msg,
   concat,
   copyFail,
-  copyOut,
   readInt32,
   decodeUtf8,
   errorResponse,
@@ -40,7 +40,7 @@ import {
   unexpectedDuringCopy,
 } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
-import { aliasFrame, closeStatement, isOneRequest, isTerminate, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
+import { aliasFrame, isOneRequest, isTerminate, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
 
 // The server (net/) reaches a session through this module.
 export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
@@ -74,7 +74,6 @@ const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
  */
 const MAX_DEFERRED_BYTES = 16 * 1024 * 1024
 
-const ignore = (): void => {}
 
 /**
  * How long past its transaction_timeout a client's running statement may go
@@ -125,17 +124,7 @@ export class Session implements MuxClient {
   #objectLease: EngineLease | undefined
   /** SQL it sent may have made a temporary relation, a holdable cursor or an SQL-prepared statement (session-objects.ts). */
   #objectsMayChange = false
-  /** The statement-cache rewrite the current batch is, if any. */
-  #batchPlan: CachePlan | undefined
-  /** For a batch using the cache: 0 before its first output byte, then the first frame's type. */
-  #firstOutput = 0
-  readonly #cache: UnnamedStatementCache
-  /**
-   * The cached statement that stands for this client's unnamed statement
-   * (its last Parse of it was turned into that), so that a later Bind or
-   * Describe of the unnamed statement finds the same SQL.
-   */
-  #unnamedAlias: Uint8Array | undefined
+  readonly #cacheGate: CacheGate
   #state: 'startup' | 'auth' | 'attach' | 'ready' | 'closed' = 'startup'
   #database = 'postgres'
   #pumping = false
@@ -157,8 +146,6 @@ export class Session implements MuxClient {
   #status: number = Status.Idle
   /** A COPY FROM STDIN query waiting for the client's data, and the messages gathered so far. */
   #script: CopyInScript | undefined
-  /** Output of a cached-statement batch held until it is known to have bound. */
-  readonly #held: Uint8Array[] = []
   #copyIn: CopyInBuffer | undefined
   #copyInBytes = 0
   /** The COPY failed for its size: CopyData up to its CopyDone or CopyFail is dropped. */
@@ -216,7 +203,7 @@ export class Session implements MuxClient {
     this.#input = new FrameReader(host.maxMessageBytes)
     this.#batchBuilder = new BatchBuilder(this.#input)
     this.#renamer = new StatementRenamer(`c${this.processId}_`, (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false)
-    this.#cache = new UnnamedStatementCache(`c${this.processId}`, host.maxMessageBytes)
+    this.#cacheGate = new CacheGate(`c${this.processId}`, host.maxMessageBytes, this.#renamer.statements, this.#splitter)
     this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
     this.#splitter.rewriteError = this.#names.rewriteError
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
@@ -495,20 +482,15 @@ export class Session implements MuxClient {
     // A refused cached statement is retried as sent, which is only safe where
     // its failure ends nothing but the implicit transaction: outside a block.
     if (this.#status === Status.Idle && !this.#inTransaction && !this.#unsynced && !this.#script && !this.#skipToSync) {
-      const plan = this.#cache.plan(input.bytes, input.offset, input.offset + input.buffered)
+      const plan = this.#cacheGate.begin(input)
       if (plan) {
         const key = plan.entry.keyBytes
         const nul = key.indexOf(0)
         this.#activitySql = key.subarray(0, Math.min(nul < 0 ? key.length : nul, ACTIVITY_SQL_BYTES))
-        input.skip(input.buffered)
-        if (plan.kind === 'create') this.#renamer.statements.add(plan.entry.name)
-        this.#batchPlan = plan
-        this.#firstOutput = 0
         try {
           await this.#runBatch(plan.message, false)
         } finally {
-          this.#batchPlan = undefined
-          this.#held.length = 0
+          this.#cacheGate.end()
         }
         return true
       }
@@ -636,7 +618,7 @@ export class Session implements MuxClient {
       if (type === Msg.Close && buffer[at + 6] !== 0) this.#batchClosesObject = true
       if (EXTENDED_TYPES.has(type)) this.#unsynced = true
       else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
-      const alias = this.#unnamedAlias !== undefined && this.#aliasUse(type, buffer, at) ? this.#unnamedAlias : undefined
+      const alias = this.#cacheGate.aliasFor(type, buffer, at)
       if (EXTENDED_TYPES.has(type) && !StatementRenamer.namesNothing(type, buffer, at)) {
         // A named portal is renamed first; the unnamed statement stays empty there for the alias.
         const taken = replaced ?? input.take(size)
@@ -699,30 +681,6 @@ export class Session implements MuxClient {
       if (at - start > MAX_DEFERRED_BYTES) return true
     }
     return false
-  }
-
-  /**
-   * Whether the frame at `at` names the unnamed statement while it stands for
-   * a cached one (a Bind of it, or a Describe of it); a Parse of the unnamed
-   * statement, a simple Query or a Close of it ends the stand-in.
-   */
-  #aliasUse(type: number, buffer: Uint8Array, at: number): boolean {
-    switch (type) {
-      case Msg.Bind:
-        // The statement name follows the portal name.
-        return buffer[nulAfter(buffer, at + 5, at + 1 + (readInt32(buffer, at + 1) >>> 0)) + 1] === 0
-      case Msg.Describe:
-        return buffer[at + 5] === 0x53 /* S */ && buffer[at + 6] === 0
-      case Msg.Parse:
-      case Msg.Query:
-        if (type === Msg.Query || buffer[at + 5] === 0) this.#unnamedAlias = undefined
-        return false
-      case Msg.Close:
-        if (buffer[at + 5] === 0x53 /* S */ && buffer[at + 6] === 0) this.#unnamedAlias = undefined
-        return false
-      default:
-        return false
-    }
   }
 
   /**
@@ -812,7 +770,7 @@ export class Session implements MuxClient {
    * the error and ReadyForQuery then answer it whole.
    */
   cancelWaiting(): boolean {
-    if (!this.#mux || this.#batchPlan || !isOneRequest(this.#batch)) return false
+    if (!this.#mux || this.#cacheGate.active || !isOneRequest(this.#batch)) return false
     return this.#mux.abandonWaiting(this, CANCELED)
   }
 
@@ -948,16 +906,7 @@ export class Session implements MuxClient {
     const watchObjects = this.#objectsMayChange
     try {
       if (watchObjects) this.#mux!.objects.before(lease)
-      let message = this.#batch
-      const plan = this.#batchPlan
-      if (plan?.kind === 'create') {
-        plan.entry.epoch = this.#mux!.cacheEpoch
-        plan.entry.catalog = lease.catalogChanges
-      } else if (plan && (plan.entry.epoch !== this.#mux!.cacheEpoch || plan.entry.catalog !== lease.catalogChanges)) {
-        // Something since its Parse may make the SQL mean another thing now: parse it as sent.
-        this.#dropCached(lease, plan)
-        message = plan.original
-      }
+      const message = this.#cacheGate.messageFor(lease, this.#batch, this.#mux!.cacheEpoch)
       if (this.#lockWait) {
         const chunks: Uint8Array[] = []
         lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
@@ -973,7 +922,7 @@ export class Session implements MuxClient {
       } else {
         lease.execProtocolRawStream(message, this.#onOutput)
       }
-      if (this.#batchPlan) this.#settlePlan(lease, this.#batchPlan)
+      this.#cacheGate.settle(lease, this.#onOutput)
       this.#noteMeaning(this.#batchMeaning, lease)
       if ((this.settingsChanged || this.reportDue || this.#reportInTransaction) && !this.#unsynced) this.#report(lease)
       // Read at a Sync point only: a Query in the middle of an extended sequence would end it.
@@ -1091,85 +1040,9 @@ export class Session implements MuxClient {
 
   /** Engine output for the client: filtered, and sent in pieces when it grows large. */
   readonly #onOutput = (bytes: Uint8Array): void => {
-    if (this.#batchPlan && !this.#passCached(bytes)) return
+    if (this.#cacheGate.active && !this.#cacheGate.pass(bytes)) return
     this.#splitter.push(bytes)
     if (this.#splitter.pendingBytes > FLUSH_BYTES) this.#flush()
-  }
-
-  /**
-   * Output of a batch that uses the statement cache. A 'create' only notes
-   * the first frame (ParseComplete when the statement was made cleanly). A
-   * 'reuse' holds its output until BindComplete, sending the ParseComplete
-   * the client expects first, or an ErrorResponse, after which the output
-   * is dropped and {@link #settlePlan} runs the batch as sent.
-   * @returns whether `bytes` go on to the client now.
-   */
-  #passCached(bytes: Uint8Array): boolean {
-    if (bytes.length === 0) return false
-    const plan = this.#batchPlan!
-    if (plan.kind === 'create') {
-      if (this.#firstOutput === 0) this.#firstOutput = bytes[0]!
-      return true
-    }
-    if (this.#firstOutput === Msg.BindComplete) return true
-    if (this.#firstOutput === Msg.ErrorResponse) return false
-    // Before the decision: hold the bytes and look for the deciding frame.
-    const held = this.#held
-    held.push(copyOut(bytes, 0, bytes.length))
-    const all = held.length === 1 ? held[0]! : concat(held)
-    let at = 0
-    while (at + 5 <= all.length) {
-      const type = all[at]!
-      if (type === Msg.BindComplete || type === Msg.ErrorResponse) {
-        this.#firstOutput = type
-        held.length = 0
-        if (type === Msg.ErrorResponse) return false
-        this.#splitter.push(PARSE_COMPLETE)
-        this.#splitter.push(all)
-        return false
-      }
-      at += 1 + (readInt32(all, at + 1) >>> 0)
-    }
-    if (held.length > 1) {
-      held.length = 0
-      held.push(all)
-    }
-    return false
-  }
-
-  /**
-   * After a batch that used the statement cache: records what the engine
-   * made of it, and when a cached statement could not be bound (see
-   * UnnamedStatementCache), closes it and runs the batch as the client sent it.
-   */
-  #settlePlan(lease: EngineLease, plan: CachePlan): void {
-    this.#batchPlan = undefined
-    const first = this.#firstOutput
-    if (plan.kind === 'create') {
-      if (first === Msg.ParseComplete) this.#cache.created(plan)
-      else this.#cache.refuse(plan, first !== Msg.ErrorResponse)
-      if (first === Msg.ErrorResponse) this.#renamer.statements.delete(plan.entry.name)
-      this.#unnamedAlias = first === Msg.ErrorResponse ? undefined : plan.entry.nameBytes
-      return
-    }
-    if (first === Msg.BindComplete) {
-      this.#unnamedAlias = plan.entry.nameBytes
-      return
-    }
-    // Nothing ran (the failure came before BindComplete) and the implicit
-    // transaction is over: the engine is idle, as before the batch.
-    this.#dropCached(lease, plan)
-    lease.execProtocolRawStream(plan.original, this.#onOutput)
-  }
-
-  /** Forgets and closes the cached statement of `plan`; output from here on goes to the client as is. */
-  #dropCached(lease: EngineLease, plan: CachePlan): void {
-    this.#batchPlan = undefined
-    this.#held.length = 0
-    this.#cache.evict(plan)
-    this.#renamer.statements.delete(plan.entry.name)
-    this.#unnamedAlias = undefined
-    lease.execProtocolRawStream(closeStatement(plan.entry.name), ignore)
   }
 
   /** Moves the multiplexer's cache epoch on after engine work that may change what SQL means. */
@@ -1259,7 +1132,7 @@ export class Session implements MuxClient {
     if (this.#authTimer) clearTimeout(this.#authTimer)
     // What it held for the engine goes now, not when the socket object does.
     this.#copyIn = undefined
-    this.#held.length = 0
+    this.#cacheGate.release()
     this.#transport.end()
     void this.cleanup()
   }
