@@ -1,9 +1,8 @@
 import { isIP } from 'node:net'
 import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
 import { Authenticator } from './auth.js'
-import { CopyInBuffer } from '../copy/copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
-import { CopyStream } from '../copy/copy-stream.js'
+import { SessionCopyIn } from './copy-in.js'
 import { BatchBuilder } from '../wire/batch.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
 import { ClientNames } from './client-names.js'
@@ -23,7 +22,7 @@ import { ObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
-import { splitIfCopyFromClient, type SqlStatement } from '../sql/sql-split.js'
+import { splitIfCopyFromClient } from '../sql/sql-split.js'
 import { readStartupRequest, startupFromParams, startupReply, type StartupParams } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
@@ -31,13 +30,11 @@ import {
   EXTENDED_TYPES,
   Msg,
   concat,
-  copyFail,
   readInt32,
   decodeUtf8,
   errorResponse,
   readyForQuery,
   statusLetter,
-  unexpectedDuringCopy,
 } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
 import { aliasFrame, isOneRequest, isTerminate, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
@@ -51,10 +48,6 @@ const CANCELED = new Error('canceled by a CancelRequest')
 /** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
 const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
 const EMPTY = new Uint8Array(0)
-/** A CopyDone or CopyFail frame's size past the data (a CopyFail's reason is ours and short). */
-const COPY_END_BYTES = 256
-/** COPY data past this much streams into the engine instead of waiting for CopyDone (HostOptions.copyStallMs). */
-const STREAM_COPY_AFTER = 1024 * 1024
 const enum Status {
   Idle = 0x49 /* I */,
   InTransaction = 0x54 /* T */,
@@ -102,7 +95,7 @@ export class Session implements MuxClient {
     this.#state !== 'closed' &&
     (this.#host.canceledWhileRunning(this.processId, this.secret) ||
       // A streamed COPY reads the socket itself (and sees the client leave).
-      (!this.#streaming && (this.#transport.peerLeft?.() ?? false)) ||
+      (!this.#copy.streaming && (this.#transport.peerLeft?.() ?? false)) ||
       // Its transaction_timeout ran out while a statement runs: stopped here, the client ended after it.
       this.#timeouts.transactionExpired(TRANSACTION_STOP_GRACE_MS))
   readonly #host: SessionHost
@@ -144,14 +137,7 @@ export class Session implements MuxClient {
   #unsynced = false
   /** Last ReadyForQuery status byte (I, T or E) this client was sent. */
   #status: number = Status.Idle
-  /** A COPY FROM STDIN query waiting for the client's data, and the messages gathered so far. */
-  #script: CopyInScript | undefined
-  #copyIn: CopyInBuffer | undefined
-  #copyInBytes = 0
-  /** The COPY failed for its size: CopyData up to its CopyDone or CopyFail is dropped. */
-  #discardingCopy = false
-  /** Set while a COPY's data is read from the socket by the engine's turn (copy-stream.ts). */
-  #streaming = false
+  readonly #copy: SessionCopyIn
   /** Bytes a peerLeft probe read during a request, not yet received: they come before anything the socket reads later. */
   readonly #early: Uint8Array[] = []
   /** Whole extended-protocol frames wait in the input for their Sync or Flush. */
@@ -161,7 +147,6 @@ export class Session implements MuxClient {
   #authTimer: ReturnType<typeof setTimeout> | undefined
   /** This connection's password attempt took its turn with the throttle. */
   #throttled = false
-  #scriptListens = false
   #skipToSync = false
   #syncTimer: ReturnType<typeof setTimeout> | undefined
   #cleanedUp: Promise<void> | undefined
@@ -208,6 +193,19 @@ export class Session implements MuxClient {
     this.#splitter.rewriteError = this.#names.rewriteError
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
     this.timeLimitMs = host.maxStatementMs > 0 ? host.maxStatementMs : undefined
+    this.#copy = new SessionCopyIn({
+      input: this.#input,
+      transport,
+      limits: host,
+      timeLimitMs: this.timeLimitMs,
+      status: () => this.#status,
+      isClosed: () => this.#state === 'closed',
+      takeEarly: () => this.#early.splice(0),
+      canceled: () => host.canceledWhileRunning(this.processId, this.secret),
+      fatal: (code, message) => this.#fatal(code, message),
+      skipToSync: () => (this.#skipToSync = true),
+      runScript: (script, listenChanged, step, settled) => this.#runScript(script, listenChanged, step, settled),
+    })
     host.track(this)
     if (host.authenticationTimeoutMs > 0) {
       // PostgreSQL's authentication_timeout: a stalled startup must not keep a connection slot.
@@ -243,12 +241,6 @@ export class Session implements MuxClient {
   settings: ClientSettings = NO_SETTINGS
   /** Its last batch may have changed one (MuxClient). */
   settingsChanged = false
-  /**
-   * A COPY FROM STDIN sent through the extended protocol (Parse, Bind,
-   * Execute; its Sync after CopyDone, or before the data): answered as
-   * Postgres answers each message, and run as the simple-protocol COPY is.
-   */
-  #extendedCopy: { readonly sql: string; readonly statements: readonly SqlStatement[]; executed: boolean } | undefined
   /** What `pg_stat_activity` shows of it: when it connected, its last SQL, and when its state and transaction began. */
   readonly #backendStart = Date.now()
   #activitySql: Uint8Array = new Uint8Array(0)
@@ -481,7 +473,7 @@ export class Session implements MuxClient {
     const input = this.#input
     // A refused cached statement is retried as sent, which is only safe where
     // its failure ends nothing but the implicit transaction: outside a block.
-    if (this.#status === Status.Idle && !this.#inTransaction && !this.#unsynced && !this.#script && !this.#skipToSync) {
+    if (this.#status === Status.Idle && !this.#inTransaction && !this.#unsynced && !this.#copy.waiting && !this.#skipToSync) {
       const plan = this.#cacheGate.begin(input)
       if (plan) {
         const key = plan.entry.keyBytes
@@ -516,20 +508,15 @@ export class Session implements MuxClient {
         terminate = true
         break
       }
-      if (this.#discardingCopy) {
-        // The rest of a COPY that failed for its size, dropped as Postgres drops copy messages after a failed COPY.
-        if (type === Msg.CopyData || type === Msg.CopyDone || type === Msg.CopyFail) {
-          input.skip(size)
-          if (type !== Msg.CopyData) this.#discardingCopy = false
-          continue
-        }
-        this.#discardingCopy = false
+      if (this.#copy.dropsFailedData(type)) {
+        input.skip(size)
+        continue
       }
-      if (this.#script) {
-        // A view, not a copy: #takeCopyIn copies it into the request before it awaits anything.
+      if (this.#copy.waiting) {
+        // A view, not a copy: SessionCopyIn.take copies it into the request before it awaits anything.
         const frame = buffer.subarray(at, at + size)
         input.skip(size)
-        if (!(await this.#takeCopyIn(frame))) break
+        if (!(await this.#copy.take(frame))) break
         continue
       }
       if (this.#skipToSync) {
@@ -542,8 +529,8 @@ export class Session implements MuxClient {
         }
         continue
       }
-      if (this.#extendedCopy && !this.#extendedCopy.executed) {
-        if (await this.#extendedCopyStep(type, buffer, at, size)) continue
+      if (this.#copy.extendedPending) {
+        if (await this.#copy.extendedStep(type, buffer, at, size)) continue
       }
       if (!this.#unsynced && !this.#inTransaction && EXTENDED_TYPES.has(type) && !this.#sequenceArrived()) {
         // Run the sequence only once its Sync (or Flush) is here: a client
@@ -576,7 +563,7 @@ export class Session implements MuxClient {
             input.skip(size)
             // The engine cannot wait for COPY data in the middle of an extended
             // sequence (it would fail the COPY and lose the Sync): the COPY runs
-            // as a simple Query's would, its messages answered here (#extendedCopyStep).
+            // as a simple Query's would, its messages answered here (SessionCopyIn.extendedStep).
             if (copyScript.length !== 1 || buffer[at + 5] !== 0) {
               rejectCopy = true
               break
@@ -586,7 +573,7 @@ export class Session implements MuxClient {
             meaning = false
             this.#unsynced = false
             if (this.#state === 'closed') break
-            this.#extendedCopy = { sql, statements: copyScript, executed: false }
+            this.#copy.parsed(sql, copyScript)
             this.#transport.write(PARSE_COMPLETE)
             continue
           }
@@ -597,8 +584,7 @@ export class Session implements MuxClient {
             meaning = false
             this.#unsynced = false
             if (this.#state === 'closed') break
-            const script = new CopyInScript(sql, copyScript, this.#status)
-            await this.#runScript(script, changesListens, (engine) => script.start(engine))
+            await this.#copy.start(sql, copyScript, changesListens)
             continue
           }
           if (changesListens) listenChanged = true
@@ -684,85 +670,6 @@ export class Session implements MuxClient {
   }
 
   /**
-   * A message in copy-in mode, handled as Postgres's CopyGetData does: Flush
-   * and Sync are ignored, CopyDone or CopyFail ends the data, any other
-   * message loses protocol sync. (Sent to the engine, that would end its
-   * backend.) @returns false when the connection was ended.
-   */
-  async #takeCopyIn(f: Uint8Array): Promise<boolean> {
-    const type = f[0]!
-    if (type === Msg.CopyData) {
-      this.#copyInBytes += f.length
-      if (this.#copyInBytes <= this.#host.maxCopyBytes) {
-        this.#copyRequest().append(f)
-        if (this.#copyInBytes >= STREAM_COPY_AFTER && this.#canStreamCopy()) await this.#streamCopy()
-        return this.#state !== 'closed'
-      }
-      // Fail the COPY now rather than hold more of it; the rest of its data is dropped.
-      this.#discardingCopy = true
-      const reason = `more than ${this.#host.maxCopyBytes} bytes of COPY data before CopyDone (the server's \`maxCopyBytes\`)`
-      const failed = copyFail(reason)
-      this.#copyIn = new CopyInBuffer(this.#script!.waitingPiece, failed.length)
-      this.#copyIn.append(failed)
-      await this.#endCopy()
-    } else if (type === Msg.CopyDone || type === Msg.CopyFail) {
-      this.#copyRequest().append(f)
-      await this.#endCopy()
-    } else if (type !== Msg.Flush && type !== Msg.Sync) {
-      this.#protocolLost(type)
-      return false
-    }
-    return true
-  }
-
-  /**
-   * A message after the Parse of an extended-protocol COPY FROM STDIN and
-   * before its Execute, answered as Postgres would. False when it ends the
-   * COPY's sequence and goes on as any message.
-   */
-  async #extendedCopyStep(type: number, buffer: Uint8Array, at: number, size: number): Promise<boolean> {
-    const copy = this.#extendedCopy!
-    const input = this.#input
-    switch (type) {
-      case Msg.Bind:
-        input.skip(size)
-        this.#transport.write(BIND_COMPLETE)
-        return true
-      case Msg.Describe:
-        input.skip(size)
-        // A COPY has no parameters and returns no rows.
-        this.#transport.write(buffer[at + 5] === 0x53 /* S */ ? concat([NO_PARAMETERS, NO_DATA]) : NO_DATA)
-        return true
-      case Msg.Flush:
-        input.skip(size)
-        return true
-      case Msg.Execute: {
-        input.skip(size)
-        copy.executed = true
-        const script = new CopyInScript(copy.sql, copy.statements, this.#status, false)
-        await this.#runScript(script, false, (engine) => script.start(engine))
-        return true
-      }
-      case Msg.Sync:
-        // Parsed, never executed: nothing ran.
-        input.skip(size)
-        this.#extendedCopy = undefined
-        this.#transport.write(readyForQuery(statusLetter(this.#status)))
-        return true
-      default:
-        // Another statement replaces the unnamed one, as Postgres's would.
-        this.#extendedCopy = undefined
-        return false
-    }
-  }
-
-  /** A message that may not come during COPY: Postgres's error, then the connection ends. */
-  #protocolLost(type: number): void {
-    this.#transport.write(errorResponse('08P01', unexpectedDuringCopy(type)))
-    this.#fatal('08P01', 'terminating connection because protocol synchronization was lost')
-  }
-
-  /**
    * A CancelRequest for this client (CancelTarget): a batch that waits for
    * the engine, behind another client or for an advisory lock, fails with
    * 57014 instead of running. Only a batch that is one request (one simple
@@ -772,69 +679,6 @@ export class Session implements MuxClient {
   cancelWaiting(): boolean {
     if (!this.#mux || this.#cacheGate.active || !isOneRequest(this.#batch)) return false
     return this.#mux.abandonWaiting(this, CANCELED)
-  }
-
-  /** The waiting COPY's request being gathered, begun with its Query frame. */
-  #copyRequest(): CopyInBuffer {
-    return (this.#copyIn ??= new CopyInBuffer(this.#script!.waitingPiece, this.#host.maxCopyBytes + COPY_END_BYTES))
-  }
-
-  #canStreamCopy(): boolean {
-    const transport = this.#transport
-    return this.#host.copyStallMs > 0 && transport.readNow !== undefined && (transport.readNowReady?.() ?? true)
-  }
-
-  /**
-   * Runs the waiting COPY with the data so far, the engine reading the rest
-   * from the socket as it needs it (copy-stream.ts). What the client sent
-   * after the COPY's data goes back to the input, in order.
-   */
-  async #streamCopy(): Promise<void> {
-    const { script, request } = this.#takeWaitingCopy()
-    let stream: CopyStream | undefined
-    await this.#runScript(script, this.#scriptListens, (engine) => {
-      // The engine's turn: all the client sent so far is in the input (or
-      // early); the socket is read from here on.
-      const input = this.#input
-      const buffered = [input.take(input.buffered), ...this.#early.splice(0)]
-      stream = new CopyStream(buffered, this.#transport.readNow!, {
-        maxMessageBytes: this.#host.maxMessageBytes,
-        stallMs: this.#host.copyStallMs,
-        deadline: this.timeLimitMs !== undefined ? performance.now() + this.timeLimitMs : Infinity,
-        stop: () => this.#host.canceledWhileRunning(this.processId, this.secret),
-      })
-      // Until its rest is back in the input: a later request of this turn must not read the socket past it (peerLeft).
-      this.#streaming = true
-      return script.supply(engine, request, stream.next)
-    }).finally(() => {
-      this.#streaming = false
-    })
-    if (!stream) return
-    this.#input.append(stream.rest())
-    const end = stream.end
-    if (end?.kind === 'protocol') {
-      if (end.error) throw end.error
-      this.#protocolLost(end.type!)
-    } else if (end?.kind !== 'data') {
-      // The COPY ended before its data: the rest of it is dropped, as Postgres drops copy messages after a failed COPY.
-      this.#discardingCopy = true
-    }
-  }
-
-  /** The waiting COPY's script and the request gathered for it, no longer the session's. */
-  #takeWaitingCopy(): { script: CopyInScript; request: Uint8Array } {
-    const script = this.#script!
-    const request = this.#copyIn!.bytes
-    this.#script = undefined
-    this.#copyIn = undefined
-    this.#copyInBytes = 0
-    return { script, request }
-  }
-
-  /** Gives the waiting COPY script its request (data ending with CopyDone or CopyFail). */
-  async #endCopy(): Promise<void> {
-    const { script, request } = this.#takeWaitingCopy()
-    await this.#runScript(script, this.#scriptListens, (engine) => script.supply(engine, request))
   }
 
   async #runBatch(message: Uint8Array, listenChanged: boolean, meaning = false): Promise<void> {
@@ -1007,7 +851,12 @@ export class Session implements MuxClient {
    * waits for data inside a transaction the session stays pinned, as a
    * client in a transaction block keeps its backend.
    */
-  async #runScript(script: CopyInScript, listenChanged: boolean, step: (engine: ScriptEngine) => boolean): Promise<void> {
+  async #runScript(
+    script: CopyInScript,
+    listenChanged: boolean,
+    step: (engine: ScriptEngine) => boolean,
+    settled: (waiting: boolean) => void,
+  ): Promise<void> {
     await this.#mux!.run(this, (lease) => {
       if (this.#state === 'closed') return
       let waiting = false
@@ -1025,16 +874,7 @@ export class Session implements MuxClient {
       this.#setStatus(script.status)
       if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
       this.#flush()
-      if (waiting) {
-        this.#script = script
-        this.#scriptListens = listenChanged
-      } else if (this.#extendedCopy?.executed) {
-        // An extended-protocol COPY is over: its ReadyForQuery answers the
-        // next Sync (one sent during the COPY was ignored, as Postgres ignores
-        // it: libpq sends another after CopyDone).
-        this.#extendedCopy = undefined
-        this.#skipToSync = true
-      }
+      settled(waiting)
     })
   }
 
@@ -1131,7 +971,7 @@ export class Session implements MuxClient {
     this.#timeouts.stop()
     if (this.#authTimer) clearTimeout(this.#authTimer)
     // What it held for the engine goes now, not when the socket object does.
-    this.#copyIn = undefined
+    this.#copy.release()
     this.#cacheGate.release()
     this.#transport.end()
     void this.cleanup()
@@ -1184,10 +1024,6 @@ export class Session implements MuxClient {
   }
 }
 
-/** BindComplete, and the NoData and ParameterDescription (no parameters) a Describe of a COPY gets. */
-const BIND_COMPLETE = new Uint8Array([0x32 /* 2 */, 0, 0, 0, 4])
-const NO_DATA = new Uint8Array([0x6e /* n */, 0, 0, 0, 4])
-const NO_PARAMETERS = new Uint8Array([0x74 /* t */, 0, 0, 0, 6, 0, 0])
 
 /** How much of a statement's text `pg_stat_activity` keeps (Postgres's `track_activity_query_size` default). */
 const ACTIVITY_SQL_BYTES = 1024
