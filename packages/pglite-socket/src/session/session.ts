@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
-import { Authenticator } from './auth.js'
+import { Handshake } from './handshake.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
 import { SessionCopyIn } from './copy-in.js'
 import { BatchBuilder } from '../wire/batch.js'
@@ -23,7 +23,7 @@ import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
 import { splitIfCopyFromClient } from '../sql/sql-split.js'
-import { readStartupRequest, startupFromParams, startupReply, type StartupParams } from './startup.js'
+import { startupFromParams, startupReply } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
 import {
@@ -37,7 +37,7 @@ import {
   statusLetter,
 } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
-import { aliasFrame, isOneRequest, isTerminate, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
+import { aliasFrame, isOneRequest, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
 
 // The server (net/) reaches a session through this module.
 export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
@@ -45,8 +45,6 @@ export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhe
 /** Why a batch that waited for the engine did not run: its client sent a CancelRequest. */
 const CANCELED = new Error('canceled by a CancelRequest')
 
-/** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
-const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
 const EMPTY = new Uint8Array(0)
 const enum Status {
   Idle = 0x49 /* I */,
@@ -119,13 +117,10 @@ export class Session implements MuxClient {
   #objectsMayChange = false
   readonly #cacheGate: CacheGate
   #state: 'startup' | 'auth' | 'attach' | 'ready' | 'closed' = 'startup'
-  #database = 'postgres'
   #pumping = false
   /** Counts receive() calls: bytes that came while a read made no progress make it read again. */
   #arrivals = 0
-  #auth: Authenticator | undefined
-  #user = 'postgres'
-  #applicationName = ''
+  readonly #handshake: Handshake
   #mux: Multiplexer | undefined
   readonly #renamer: StatementRenamer
   readonly #splitter = new OutputSplitter()
@@ -144,9 +139,6 @@ export class Session implements MuxClient {
   #awaitingSync = false
   readonly #timeouts: ClientTimeouts
   readonly #names: ClientNames
-  #authTimer: ReturnType<typeof setTimeout> | undefined
-  /** This connection's password attempt took its turn with the throttle. */
-  #throttled = false
   #skipToSync = false
   #syncTimer: ReturnType<typeof setTimeout> | undefined
   #cleanedUp: Promise<void> | undefined
@@ -207,14 +199,25 @@ export class Session implements MuxClient {
       runScript: (script, listenChanged, step, settled) => this.#runScript(script, listenChanged, step, settled),
     })
     host.track(this)
-    if (host.authenticationTimeoutMs > 0) {
-      // PostgreSQL's authentication_timeout: a stalled startup must not keep a connection slot.
-      this.#authTimer = setTimeout(() => this.#close(), host.authenticationTimeoutMs)
-      this.#authTimer.unref?.()
-    }
+    this.#handshake = new Handshake(
+      {
+        input: this.#input,
+        transport,
+        server: host,
+        processId: this.processId,
+        isClosed: () => this.#state === 'closed',
+        close: () => this.#close(),
+        fatal: (code, message) => this.#fatal(code, message),
+        // Its startup parameters are its first settings (put on the session with its first batch).
+        startup: (request) => (this.settings = startupSettings(request.params)),
+        askedPassword: () => (this.#state = 'auth'),
+        attach: () => void this.#attach(),
+      },
+      started !== undefined,
+    )
     if (started) {
       this.#told = started.told
-      this.#begin(startupFromParams(started.params))
+      this.#handshake.begin(startupFromParams(started.params))
     }
   }
 
@@ -301,7 +304,7 @@ export class Session implements MuxClient {
           continue
         }
         const arrivals = this.#arrivals
-        const progressed = state === 'startup' ? this.#readStartup() : state === 'auth' ? await this.#readAuth() : await this.#readFrames()
+        const progressed = state === 'startup' ? this.#handshake.readStartup() : state === 'auth' ? await this.#handshake.readAuth() : await this.#readFrames()
         if (!progressed && arrivals === this.#arrivals) break
       }
     } catch (err) {
@@ -324,64 +327,8 @@ export class Session implements MuxClient {
     this.#timeouts.idle(this.#inTransaction, this.#mux!.idleSessionTimeoutMs)
   }
 
-  #readStartup(): boolean {
-    const input = this.#input
-    if (isTerminate(input.bytes, input.offset, input.buffered)) {
-      // A client that ends before it starts (node-postgres' connect() then
-      // end() at once sends its Terminate first): Postgres closes without a word.
-      this.#host.log(`session ${this.processId}: ended before its startup packet`)
-      this.#close()
-      return false
-    }
-    const packet = input.startupPacket()
-    if (!packet) return false
-    const request = readStartupRequest(packet)
-    switch (request.kind) {
-      case 'encryption':
-        // No TLS or GSS here: the client goes on in the clear (or gives up).
-        this.#transport.write(NO_ENCRYPTION)
-        return true
-      case 'cancel':
-        this.#host.cancel(request.processId, request.secret)
-        this.#close()
-        return false
-      case 'unsupported':
-        this.#fatal('0A000', `unsupported frontend protocol ${request.version}: server supports 3.0`)
-        return false
-      case 'refused':
-        this.#fatal(request.code, request.message)
-        return false
-      case 'startup':
-        if (this.#host.password !== undefined) {
-          this.#takeStartup(request)
-          // Nothing that costs the server (an instance for a new database name) before the password.
-          this.#auth = new Authenticator(this.#host.authMethod, this.#host.password, this.#user)
-          this.#state = 'auth'
-          this.#transport.write(this.#auth.begin())
-          return true
-        }
-        this.#begin(request)
-        return false
-    }
-  }
-
-  /** Takes a startup packet and attaches to its database (no password asked). */
-  #begin(request: StartupParams): void {
-    this.#takeStartup(request)
-    void this.#attach()
-  }
-
-  #takeStartup(request: StartupParams): void {
-    this.#user = request.user
-    this.#applicationName = request.applicationName
-    // Its startup parameters are its first settings (put on the session with its first batch).
-    this.settings = startupSettings(request.params)
-    this.#database = request.database
-    this.#host.log(`session ${this.processId}: startup user=${request.user} database=${request.database}${this.#told ? ' (started by the cancel helper)' : ''}`)
-  }
-
   async #attach(): Promise<void> {
-    const database = this.#database
+    const database = this.#handshake.database
     this.#state = 'attach'
     try {
       this.#mux = await this.#host.database(database)
@@ -409,14 +356,14 @@ export class Session implements MuxClient {
    * option's role; see the README).
    */
   async #login(): Promise<string | undefined> {
-    const user = this.#user
+    const user = this.#handshake.user
     let facts: Awaited<ReturnType<Multiplexer['login']>> | undefined
     try {
       facts = await this.#mux!.login(this, user)
     } catch {
       facts = undefined // The engine died: the first batch reports it.
     }
-    this.#reported = facts?.reported ?? this.#told ?? assumedReported(user, this.#applicationName, this.#host.serverVersion)
+    this.#reported = facts?.reported ?? this.#told ?? assumedReported(user, this.#handshake.applicationName, this.#host.serverVersion)
     // The in-process bridge is the embedding application itself, under any name.
     if (this.#transport.remoteAddress === undefined) return undefined
     if (facts?.role === 'missing') return `role "${user}" does not exist`
@@ -426,39 +373,11 @@ export class Session implements MuxClient {
 
   #ready(): void {
     this.#state = 'ready'
-    if (this.#authTimer) clearTimeout(this.#authTimer)
-    this.#authTimer = undefined
+    this.#handshake.stopTimer()
     const told = this.#told
     this.#told = undefined
     // A client the cancel helper started has had its startup reply: it hears only what was told wrong.
     this.#transport.write(told ? reportChanges(told, this.#reported) : startupReply(this.#reported, this.processId, this.secret))
-  }
-
-  async #readAuth(): Promise<boolean> {
-    const message = this.#input.frame(false)
-    if (!message) return false
-    if (message[0] !== Msg.Password) {
-      this.#fatal('08P01', `expected a password message, got type 0x${message[0]!.toString(16)}`)
-      return false
-    }
-    const throttle = this.#host.authThrottle
-    const address = this.#transport.remoteAddress ?? ''
-    const wait = this.#throttled ? 0 : throttle.delayFor(address)
-    this.#throttled = true
-    // An address that just failed waits its turn (parallel connections too): guessing stays slow.
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
-    if (this.#state === 'closed') return false
-    const step = this.#auth!.step(message.subarray(5))
-    if (step.reply) this.#transport.write(step.reply)
-    if (!step.done) return true
-    if (!step.ok) {
-      throttle.failed(address)
-      this.#fatal('28P01', `password authentication failed for user "${this.#user}"`)
-      return false
-    }
-    throttle.succeeded(address)
-    void this.#attach()
-    return false
   }
 
   /**
@@ -924,7 +843,7 @@ export class Session implements MuxClient {
     const address = this.#transport.remoteAddress
     return {
       pid: this.processId,
-      applicationName: this.#applicationName,
+      applicationName: this.#handshake.applicationName,
       state,
       query: decodeUtf8(this.#activitySql),
       ...(waiting ? { waitEventType: 'IPC', waitEvent: 'EngineHeldByAnotherClient' } : {}),
@@ -969,7 +888,7 @@ export class Session implements MuxClient {
     this.#host.untrack(this)
     this.#clearSyncTimer()
     this.#timeouts.stop()
-    if (this.#authTimer) clearTimeout(this.#authTimer)
+    this.#handshake.stopTimer()
     // What it held for the engine goes now, not when the socket object does.
     this.#copy.release()
     this.#cacheGate.release()
@@ -1018,7 +937,7 @@ export class Session implements MuxClient {
     } catch (err) {
       this.#host.log(`session ${this.processId}: cleanup failed: ${String(err)}`)
     } finally {
-      this.#host.left(this.#database)
+      this.#host.left(this.#handshake.database)
       mux.release(this)
     }
   }
