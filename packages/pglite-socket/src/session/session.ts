@@ -3,31 +3,24 @@ import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, ty
 import { Handshake } from './handshake.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
 import { SessionCopyIn } from './copy-in.js'
-import { BatchBuilder } from '../wire/batch.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
 import { ClientNames } from './client-names.js'
+import { FrameLoop, type BatchMarks } from './frame-loop.js'
 import { FrameReader } from '../wire/frame-reader.js'
 import { cleanupMessage } from './cleanup.js'
-import { droppedDatabase, mayNeedInspection } from '../sql/listen.js'
 import { ListenRouting } from '../pooler/listen-routing.js'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { OutputSplitter } from '../wire/output.js'
 import { StatementRenamer } from '../wire/rename.js'
-import { PARSE_COMPLETE, sqlMayChangeMeaning } from './unnamed-cache.js'
 import { CacheGate } from './cache-gate.js'
-import { sessionObjectsMayChange } from '../pooler/session-objects.js'
-import { mayNameInternal, withoutForeignNames } from '../sql/foreign-names.js'
-import { mayReachEveryClient, ownScoped } from '../sql/own-scope.js'
 import { ObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
-import { splitIfCopyFromClient } from '../sql/sql-split.js'
 import { startupFromParams, startupReply } from './startup.js'
 import { assumedReported, readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
 import {
-  EXTENDED_TYPES,
   Msg,
   concat,
   readInt32,
@@ -37,7 +30,7 @@ import {
   statusLetter,
 } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
-import { aliasFrame, isOneRequest, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
+import { isOneRequest } from './frame-edits.js'
 
 // The server (net/) reaches a session through this module.
 export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
@@ -58,12 +51,6 @@ const FLUSH_BYTES = 262_144
  * still unread by it: a slow reader holds at most this plus one request's output.
  */
 const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
-/**
- * An extended-protocol sequence is run before its Sync or Flush arrives only
- * once it is this large: until then it waits in the receive buffer and the
- * engine stays free for the others.
- */
-const MAX_DEFERRED_BYTES = 16 * 1024 * 1024
 
 
 /**
@@ -99,22 +86,17 @@ export class Session implements MuxClient {
   readonly #host: SessionHost
   readonly #transport: Transport
   readonly #input: FrameReader
-  readonly #batchBuilder: BatchBuilder
+  readonly #frames: FrameLoop
   /** The batch {@link #runBatchWork} runs next, and whether it changes LISTENs. */
   #batch: Uint8Array = EMPTY
   #batchListens = false
   /** Whether the current batch's SQL may create a table although its tag reads SELECT (see sqlMayChangeMeaning). */
   #batchMeaning = false
-  /** The batch being gathered or run makes a named prepared statement (a Parse with a name). */
-  #batchNamesStatement = false
-  /** The batch closes a named statement or portal (a protocol Close). */
-  #batchClosesObject = false
+  readonly #marks: BatchMarks = { namesStatement: false, closesObject: false, objectsMayChange: false, activitySql: new Uint8Array(0) }
   /** What this client's prepared statements and cursors hold of the engine's memory ceiling. */
   readonly #objectMemory = new ObjectMemory()
   /** The engine while this client's batch runs on it, for the utility rules to measure (undefined between batches). */
   #objectLease: EngineLease | undefined
-  /** SQL it sent may have made a temporary relation, a holdable cursor or an SQL-prepared statement (session-objects.ts). */
-  #objectsMayChange = false
   readonly #cacheGate: CacheGate
   #state: 'startup' | 'auth' | 'attach' | 'ready' | 'closed' = 'startup'
   #pumping = false
@@ -135,12 +117,8 @@ export class Session implements MuxClient {
   readonly #copy: SessionCopyIn
   /** Bytes a peerLeft probe read during a request, not yet received: they come before anything the socket reads later. */
   readonly #early: Uint8Array[] = []
-  /** Whole extended-protocol frames wait in the input for their Sync or Flush. */
-  #awaitingSync = false
   readonly #timeouts: ClientTimeouts
   readonly #names: ClientNames
-  #skipToSync = false
-  #syncTimer: ReturnType<typeof setTimeout> | undefined
   #cleanedUp: Promise<void> | undefined
 
   /** `started`: a client the cancel helper started while this thread was busy (it skips startup). */
@@ -178,7 +156,6 @@ export class Session implements MuxClient {
     this.#host = host
     this.#transport = transport
     this.#input = new FrameReader(host.maxMessageBytes)
-    this.#batchBuilder = new BatchBuilder(this.#input)
     this.#renamer = new StatementRenamer(`c${this.processId}_`, (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false)
     this.#cacheGate = new CacheGate(`c${this.processId}`, host.maxMessageBytes, this.#renamer.statements, this.#splitter)
     this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
@@ -195,8 +172,43 @@ export class Session implements MuxClient {
       takeEarly: () => this.#early.splice(0),
       canceled: () => host.canceledWhileRunning(this.processId, this.secret),
       fatal: (code, message) => this.#fatal(code, message),
-      skipToSync: () => (this.#skipToSync = true),
+      skipToSync: () => this.#frames.skipToSync(),
       runScript: (script, listenChanged, step, settled) => this.#runScript(script, listenChanged, step, settled),
+    })
+    const session = this
+    this.#frames = new FrameLoop({
+      input: this.#input,
+      transport,
+      server: host,
+      renamer: this.#renamer,
+      cacheGate: this.#cacheGate,
+      copy: this.#copy,
+      marks: this.#marks,
+      rewriteClient: {
+        processId: this.processId,
+        get inTransaction() {
+          return session.#inTransaction
+        },
+        othersObjects: () => this.#mux!.objects.othersOf(this),
+      },
+      get unsynced() {
+        return session.#unsynced
+      },
+      set unsynced(value: boolean) {
+        session.#unsynced = value
+      },
+      get inTransaction() {
+        return session.#inTransaction
+      },
+      get status() {
+        return session.#status
+      },
+      isClosed: () => this.#state === 'closed',
+      isReady: () => this.#state === 'ready',
+      noteListens: (sql) => this.#listens!.note(sql),
+      runBatch: (message, listenChanged, meaning) => this.#runBatch(message, listenChanged, meaning),
+      close: () => this.#close(),
+      fatal: (code, message) => this.#fatal(code, message),
     })
     host.track(this)
     this.#handshake = new Handshake(
@@ -246,7 +258,6 @@ export class Session implements MuxClient {
   settingsChanged = false
   /** What `pg_stat_activity` shows of it: when it connected, its last SQL, and when its state and transaction began. */
   readonly #backendStart = Date.now()
-  #activitySql: Uint8Array = new Uint8Array(0)
   #queryStart: number | undefined
   #stateChange: number | undefined
   #xactStart: number | undefined
@@ -304,7 +315,7 @@ export class Session implements MuxClient {
           continue
         }
         const arrivals = this.#arrivals
-        const progressed = state === 'startup' ? this.#handshake.readStartup() : state === 'auth' ? await this.#handshake.readAuth() : await this.#readFrames()
+        const progressed = state === 'startup' ? this.#handshake.readStartup() : state === 'auth' ? await this.#handshake.readAuth() : await this.#frames.read()
         if (!progressed && arrivals === this.#arrivals) break
       }
     } catch (err) {
@@ -381,214 +392,6 @@ export class Session implements MuxClient {
   }
 
   /**
-   * Takes every whole frame in the buffer: runs of them go to the engine as
-   * one batch; a COPY FROM STDIN query runs as a script (see CopyInScript).
-   * Frames are read in place; a run of frames that pass unchanged is copied
-   * out once, and only SQL that may need a look is decoded.
-   */
-  async #readFrames(): Promise<boolean> {
-    this.#clearSyncTimer()
-    this.#awaitingSync = false
-    const input = this.#input
-    // A refused cached statement is retried as sent, which is only safe where
-    // its failure ends nothing but the implicit transaction: outside a block.
-    if (this.#status === Status.Idle && !this.#inTransaction && !this.#unsynced && !this.#copy.waiting && !this.#skipToSync) {
-      const plan = this.#cacheGate.begin(input)
-      if (plan) {
-        const key = plan.entry.keyBytes
-        const nul = key.indexOf(0)
-        this.#activitySql = key.subarray(0, Math.min(nul < 0 ? key.length : nul, ACTIVITY_SQL_BYTES))
-        try {
-          await this.#runBatch(plan.message, false)
-        } finally {
-          this.#cacheGate.end()
-        }
-        return true
-      }
-    }
-    const batch = this.#batchBuilder
-    let listenChanged = false
-    let meaning = false
-    let consumed = false
-    let terminate = false
-    let rejectCopy = false
-    let activityNoted = false
-    let dropped: string[] | undefined
-    for (;;) {
-      const size = input.peekFrame(true)
-      if (size === 0) break
-      const hadProgress = consumed
-      consumed = true
-      const buffer = input.bytes
-      const at = input.offset
-      const type = buffer[at]!
-      if (type === Msg.Terminate) {
-        input.skip(size)
-        terminate = true
-        break
-      }
-      if (this.#copy.dropsFailedData(type)) {
-        input.skip(size)
-        continue
-      }
-      if (this.#copy.waiting) {
-        // A view, not a copy: SessionCopyIn.take copies it into the request before it awaits anything.
-        const frame = buffer.subarray(at, at + size)
-        input.skip(size)
-        if (!(await this.#copy.take(frame))) break
-        continue
-      }
-      if (this.#skipToSync) {
-        // After our own error in an extended sequence, as Postgres would: skip to Sync.
-        input.skip(size)
-        if (type === Msg.Sync) {
-          this.#skipToSync = false
-          this.#unsynced = false
-          this.#transport.write(readyForQuery(statusLetter(this.#status)))
-        }
-        continue
-      }
-      if (this.#copy.extendedPending) {
-        if (await this.#copy.extendedStep(type, buffer, at, size)) continue
-      }
-      if (!this.#unsynced && !this.#inTransaction && EXTENDED_TYPES.has(type) && !this.#sequenceArrived()) {
-        // Run the sequence only once its Sync (or Flush) is here: a client
-        // that goes quiet in the middle of one must not hold the engine.
-        this.#awaitingSync = true
-        consumed = hadProgress
-        break
-      }
-      /** This frame with its SQL made safe (foreign-names.ts), when it had to be. */
-      let replaced: Uint8Array | undefined
-      if (type === Msg.Query || type === Msg.Parse) {
-        const end = at + size
-        const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
-        const sqlEnd = nulAfter(buffer, sqlStart, end)
-        if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
-        if (type === Msg.Parse && buffer[at + 5] !== 0) this.#batchNamesStatement = true
-        // pg_stat_activity's query: the batch's first statement, copied once (a pipeline holds hundreds).
-        if (!activityNoted) {
-          this.#activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))
-          activityNoted = true
-        }
-        if (!this.#objectsMayChange && sessionObjectsMayChange(buffer, sqlStart, sqlEnd)) this.#objectsMayChange = true
-        if (mayNeedInspection(buffer, sqlStart, sqlEnd)) {
-          const sql = decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
-          const changesListens = this.#listens!.note(sql)
-          const drop = droppedDatabase(sql)
-          if (drop) (dropped ??= []).push(drop)
-          const copyScript = splitIfCopyFromClient(sql)
-          if (copyScript && type === Msg.Parse) {
-            input.skip(size)
-            // The engine cannot wait for COPY data in the middle of an extended
-            // sequence (it would fail the COPY and lose the Sync): the COPY runs
-            // as a simple Query's would, its messages answered here (SessionCopyIn.extendedStep).
-            if (copyScript.length !== 1 || buffer[at + 5] !== 0) {
-              rejectCopy = true
-              break
-            }
-            if (!batch.isEmpty) await this.#runBatch(batch.take(), listenChanged, meaning)
-            listenChanged = false
-            meaning = false
-            this.#unsynced = false
-            if (this.#state === 'closed') break
-            this.#copy.parsed(sql, copyScript)
-            this.#transport.write(PARSE_COMPLETE)
-            continue
-          }
-          if (copyScript) {
-            input.skip(size)
-            if (!batch.isEmpty) await this.#runBatch(batch.take(), listenChanged, meaning)
-            listenChanged = false
-            meaning = false
-            this.#unsynced = false
-            if (this.#state === 'closed') break
-            await this.#copy.start(sql, copyScript, changesListens)
-            continue
-          }
-          if (changesListens) listenChanged = true
-        }
-        let sql: string | undefined
-        if (mayNameInternal(buffer, sqlStart, sqlEnd)) {
-          // Another client's statements and portals are not this client's to run, drop or read.
-          sql = withoutForeignNames(decodeUtf8(buffer.subarray(sqlStart, sqlEnd)), this.processId)
-        }
-        if (mayReachEveryClient(buffer, sqlStart, sqlEnd)) {
-          // Nor are they this client's to drop all at once.
-          const text = sql ?? decodeUtf8(buffer.subarray(sqlStart, sqlEnd))
-          sql = ownScoped(text, this.processId, () => this.#mux!.objects.othersOf(this), this.#inTransaction) ?? sql
-        }
-        if (sql !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, sql)
-      }
-      if (type === Msg.Close && buffer[at + 6] !== 0) this.#batchClosesObject = true
-      if (EXTENDED_TYPES.has(type)) this.#unsynced = true
-      else if (type === Msg.Sync || type === Msg.Query) this.#unsynced = false
-      const alias = this.#cacheGate.aliasFor(type, buffer, at)
-      if (EXTENDED_TYPES.has(type) && !StatementRenamer.namesNothing(type, buffer, at)) {
-        // A named portal is renamed first; the unnamed statement stays empty there for the alias.
-        const taken = replaced ?? input.take(size)
-        if (replaced) input.skip(size)
-        const renamed = this.#renamer.rewrite(type, taken)
-        batch.add(alias ? aliasFrame(renamed, 0, renamed.length, alias) : renamed)
-      } else if (alias) {
-        batch.add(replaced ? aliasFrame(replaced, 0, replaced.length, alias) : aliasFrame(buffer, at, size, alias))
-        input.skip(size)
-      } else if (replaced) {
-        batch.add(replaced)
-        input.skip(size)
-      } else {
-        batch.passOver(size)
-      }
-    }
-    if (!batch.isEmpty) {
-      const message = batch.take()
-      // A framing error above closed the session: what came before it does not run.
-      if (this.#state !== 'closed') await this.#runBatch(message, listenChanged, meaning)
-    }
-    if (rejectCopy) {
-      this.#skipToSync = true
-      this.#transport.write(
-        errorResponse('0A000', 'COPY FROM STDIN is not supported in the extended query protocol here; send it as a simple Query'),
-      )
-    }
-    if (dropped) for (const name of dropped) this.#host.dropped(name)
-    if (terminate) {
-      this.#close()
-      return false
-    }
-    if ((this.#unsynced || this.#awaitingSync) && this.#state === 'ready') this.#armSyncTimer()
-    return consumed
-  }
-
-  /**
-   * Whether the extended-protocol sequence that starts at the input's offset
-   * has its Sync or Flush (or any other message that ends it) among the whole
-   * frames received, or has grown past {@link MAX_DEFERRED_BYTES}. Reads
-   * only frame headers; a bad header counts as arrived, for the frame loop to refuse.
-   */
-  #sequenceArrived(): boolean {
-    const input = this.#input
-    const buffer = input.bytes
-    const start = input.offset
-    const end = start + input.buffered
-    let at = start
-    let copies = false
-    while (at + 5 <= end) {
-      const type = buffer[at]!
-      if (type === Msg.Flush || !EXTENDED_TYPES.has(type)) return true
-      const length = readInt32(buffer, at + 1) >>> 0
-      if (length < 4) return true
-      if (at + 1 + length > end) return false
-      // A COPY FROM STDIN's Execute waits for its data before any Sync comes.
-      if (type === Msg.Parse) copies = parsesCopyFromClient(buffer, at, at + 1 + length)
-      else if (type === Msg.Execute && copies) return true
-      at += 1 + length
-      if (at - start > MAX_DEFERRED_BYTES) return true
-    }
-    return false
-  }
-
-  /**
    * A CancelRequest for this client (CancelTarget): a batch that waits for
    * the engine, behind another client or for an advisory lock, fails with
    * 57014 instead of running. Only a batch that is one request (one simple
@@ -650,9 +453,10 @@ export class Session implements MuxClient {
     // Closed while waiting for the engine: the cleanup owns what is left.
     if (this.#state === 'closed') return
     this.#queryStart = Date.now()
-    const namesStatement = this.#batchNamesStatement
-    const measured = namesStatement || this.#batchClosesObject
-    this.#batchNamesStatement = this.#batchClosesObject = false
+    const marks = this.#marks
+    const namesStatement = marks.namesStatement
+    const measured = namesStatement || marks.closesObject
+    marks.namesStatement = marks.closesObject = false
     if (measured) {
       const held = lease.memoryShare()
       const refusal = namesStatement ? this.#objectMemory.refusal(held) : undefined
@@ -666,7 +470,7 @@ export class Session implements MuxClient {
     const splitter = this.#splitter
     splitter.lastStatus = 0
     const wasInTransaction = this.#inTransaction
-    const watchObjects = this.#objectsMayChange
+    const watchObjects = marks.objectsMayChange
     try {
       if (watchObjects) this.#mux!.objects.before(lease)
       const message = this.#cacheGate.messageFor(lease, this.#batch, this.#mux!.cacheEpoch)
@@ -691,7 +495,7 @@ export class Session implements MuxClient {
       // Read at a Sync point only: a Query in the middle of an extended sequence would end it.
       if (watchObjects && !this.#unsynced) {
         this.#mux!.objects.after(lease, this)
-        this.#objectsMayChange = false
+        marks.objectsMayChange = false
       }
       // An UNLISTEN by this client must not end another client's LISTEN.
       if (this.#batchListens) this.#listens!.relisten(lease)
@@ -750,7 +554,7 @@ export class Session implements MuxClient {
    */
   #refuseNewStatement(refusal: UtilityRefusal): void {
     this.#send(errorResponse(refusal.code, refusal.message, 'ERROR', undefined, refusal.hint))
-    if (this.#unsynced) this.#skipToSync = true
+    if (this.#unsynced) this.#frames.skipToSync()
     else this.#send(readyForQuery(statusLetter(this.#status)))
   }
 
@@ -845,7 +649,7 @@ export class Session implements MuxClient {
       pid: this.processId,
       applicationName: this.#handshake.applicationName,
       state,
-      query: decodeUtf8(this.#activitySql),
+      query: decodeUtf8(this.#marks.activitySql),
       ...(waiting ? { waitEventType: 'IPC', waitEvent: 'EngineHeldByAnotherClient' } : {}),
       backendStart: this.#backendStart,
       ...(this.#inTransaction && this.#xactStart !== undefined ? { xactStart: this.#xactStart } : {}),
@@ -860,21 +664,6 @@ export class Session implements MuxClient {
     if (out && this.#state !== 'closed') this.#transport.write(out)
   }
 
-  #armSyncTimer(): void {
-    this.#clearSyncTimer()
-    const ms = this.#host.syncTimeoutMs
-    if (ms <= 0) return
-    this.#syncTimer = setTimeout(() => {
-      this.#fatal('08P01', `no Sync within ${ms} ms after an extended-protocol message; the session was rolled back`)
-    }, ms)
-    this.#syncTimer.unref?.()
-  }
-
-  #clearSyncTimer(): void {
-    if (this.#syncTimer) clearTimeout(this.#syncTimer)
-    this.#syncTimer = undefined
-  }
-
   #fatal(code: string, message: string): void {
     if (this.#state === 'closed') return
     this.#transport.write(errorResponse(code, message, 'FATAL'))
@@ -886,7 +675,7 @@ export class Session implements MuxClient {
     if (this.#state === 'closed') return
     this.#state = 'closed'
     this.#host.untrack(this)
-    this.#clearSyncTimer()
+    this.#frames.stop()
     this.#timeouts.stop()
     this.#handshake.stopTimer()
     // What it held for the engine goes now, not when the socket object does.
@@ -944,8 +733,6 @@ export class Session implements MuxClient {
 }
 
 
-/** How much of a statement's text `pg_stat_activity` keeps (Postgres's `track_activity_query_size` default). */
-const ACTIVITY_SQL_BYTES = 1024
 const IDLE_STATES = new Map<number, string>([
   [Status.Idle, 'idle'],
   [Status.InTransaction, 'idle in transaction'],
