@@ -1,4 +1,3 @@
-import { isIP } from 'node:net'
 import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
 import { Handshake } from './handshake.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
@@ -6,6 +5,8 @@ import { SessionCopyIn } from './copy-in.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
 import { ClientNames } from './client-names.js'
 import { FrameLoop, type BatchMarks } from './frame-loop.js'
+import { ClientActivity } from './client-activity.js'
+import { ClientReports } from './client-reports.js'
 import { FrameReader } from '../wire/frame-reader.js'
 import { cleanupMessage } from './cleanup.js'
 import { ListenRouting } from '../pooler/listen-routing.js'
@@ -17,8 +18,8 @@ import { ObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
-import { startupFromParams, startupReply } from './startup.js'
-import { assumedReported, readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
+import { startupFromParams } from './startup.js'
+import { assumedReported } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
 import {
   Msg,
@@ -39,11 +40,8 @@ export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhe
 const CANCELED = new Error('canceled by a CancelRequest')
 
 const EMPTY = new Uint8Array(0)
-const enum Status {
-  Idle = 0x49 /* I */,
-  InTransaction = 0x54 /* T */,
-  Failed = 0x45 /* E */,
-}
+/** ReadyForQuery's status outside a transaction block. */
+const IDLE = 0x49 /* I */
 /** Engine output waiting in the splitter is sent once it grows past this. */
 const FLUSH_BYTES = 262_144
 /**
@@ -113,7 +111,7 @@ export class Session implements MuxClient {
   #inTransaction = false
   #unsynced = false
   /** Last ReadyForQuery status byte (I, T or E) this client was sent. */
-  #status: number = Status.Idle
+  #status: number = IDLE
   readonly #copy: SessionCopyIn
   /** Bytes a peerLeft probe read during a request, not yet received: they come before anything the socket reads later. */
   readonly #early: Uint8Array[] = []
@@ -227,8 +225,8 @@ export class Session implements MuxClient {
       },
       started !== undefined,
     )
+    this.#reports = new ClientReports(started?.told)
     if (started) {
-      this.#told = started.told
       this.#handshake.begin(startupFromParams(started.params))
     }
   }
@@ -256,19 +254,10 @@ export class Session implements MuxClient {
   settings: ClientSettings = NO_SETTINGS
   /** Its last batch may have changed one (MuxClient). */
   settingsChanged = false
-  /** What `pg_stat_activity` shows of it: when it connected, its last SQL, and when its state and transaction began. */
-  readonly #backendStart = Date.now()
-  #queryStart: number | undefined
-  #stateChange: number | undefined
-  #xactStart: number | undefined
+  readonly #activity = new ClientActivity()
   /** Set by the multiplexer when it put back settings others had changed (MuxClient). */
   reportDue = false
-  /** The reported settings as this client was last told them (reported-settings.ts). */
-  #reported: ReportedSettings = new Map()
-  /** What the cancel helper told this client at startup, until the server has read the real values. */
-  #told: ReportedSettings | undefined
-  /** A reported setting changed inside the open transaction block: its end (or a rollback to a savepoint) may change it back. */
-  #reportInTransaction = false
+  readonly #reports: ClientReports
 
   /** Bytes from the client. */
   receive(bytes: Uint8Array): void {
@@ -374,7 +363,7 @@ export class Session implements MuxClient {
     } catch {
       facts = undefined // The engine died: the first batch reports it.
     }
-    this.#reported = facts?.reported ?? this.#told ?? assumedReported(user, this.#handshake.applicationName, this.#host.serverVersion)
+    this.#reports.loggedIn(facts?.reported, () => assumedReported(user, this.#handshake.applicationName, this.#host.serverVersion))
     // The in-process bridge is the embedding application itself, under any name.
     if (this.#transport.remoteAddress === undefined) return undefined
     if (facts?.role === 'missing') return `role "${user}" does not exist`
@@ -385,10 +374,7 @@ export class Session implements MuxClient {
   #ready(): void {
     this.#state = 'ready'
     this.#handshake.stopTimer()
-    const told = this.#told
-    this.#told = undefined
-    // A client the cancel helper started has had its startup reply: it hears only what was told wrong.
-    this.#transport.write(told ? reportChanges(told, this.#reported) : startupReply(this.#reported, this.processId, this.secret))
+    this.#transport.write(this.#reports.startupReply(this.processId, this.secret))
   }
 
   /**
@@ -452,7 +438,7 @@ export class Session implements MuxClient {
   readonly #runBatchWork = (lease: EngineLease): void => {
     // Closed while waiting for the engine: the cleanup owns what is left.
     if (this.#state === 'closed') return
-    this.#queryStart = Date.now()
+    this.#activity.queryStarted()
     const marks = this.#marks
     const namesStatement = marks.namesStatement
     const measured = namesStatement || marks.closesObject
@@ -491,7 +477,7 @@ export class Session implements MuxClient {
       }
       this.#cacheGate.settle(lease, this.#onOutput)
       this.#noteMeaning(this.#batchMeaning, lease)
-      if ((this.settingsChanged || this.reportDue || this.#reportInTransaction) && !this.#unsynced) this.#report(lease)
+      if ((this.settingsChanged || this.reportDue || this.#reports.pending) && !this.#unsynced && this.#reports.report(lease, splitter)) this.reportDue = false
       // Read at a Sync point only: a Query in the middle of an extended sequence would end it.
       if (watchObjects && !this.#unsynced) {
         this.#mux!.objects.after(lease, this)
@@ -516,29 +502,6 @@ export class Session implements MuxClient {
       return
     }
     this.#flush()
-  }
-
-  /**
-   * Tells the client of each reported setting whose value changed since it
-   * was last told, in ParameterStatus messages before the batch's
-   * ReadyForQuery, as Postgres reports them.
-   */
-  #report(lease: EngineLease): void {
-    const now = readReported(lease)
-    // An aborted transaction block cannot read them: asked again after its end.
-    if (!now) {
-      this.#reportInTransaction = true
-      return
-    }
-    this.reportDue = false
-    const frames = reportChanges(this.#reported, now)
-    this.#reported = now
-    const inTransaction = this.#splitter.lastStatus === 0x54 /* T */ || this.#splitter.lastStatus === 0x45 /* E */
-    if (frames.length > 0) {
-      this.#splitter.beforeReady(frames)
-      if (inTransaction) this.#reportInTransaction = true
-    }
-    if (!inTransaction) this.#reportInTransaction = false
   }
 
   /** The end of a batch or script step on `lease`: what it made or dropped is this client's. */
@@ -634,30 +597,26 @@ export class Session implements MuxClient {
   }
 
   #setStatus(status: number): void {
-    if (status !== Status.Idle && this.#status === Status.Idle) this.#xactStart = this.#queryStart
+    this.#activity.statusChanged(this.#status, status)
     this.#status = status
-    this.#inTransaction = status !== Status.Idle
-    this.#stateChange = Date.now()
+    this.#inTransaction = status !== IDLE
   }
 
   /** Its row of `pg_stat_activity` (MuxClient); `running`: its statement is the one the engine runs. */
   activity(running: boolean): ActivityRow {
-    const waiting = !running && this.#batch !== EMPTY
-    const state = running || waiting ? 'active' : IDLE_STATES.get(this.#status) ?? 'idle'
-    const address = this.#transport.remoteAddress
-    return {
+    return this.#activity.row({
       pid: this.processId,
       applicationName: this.#handshake.applicationName,
-      state,
-      query: decodeUtf8(this.#marks.activitySql),
-      ...(waiting ? { waitEventType: 'IPC', waitEvent: 'EngineHeldByAnotherClient' } : {}),
-      backendStart: this.#backendStart,
-      ...(this.#inTransaction && this.#xactStart !== undefined ? { xactStart: this.#xactStart } : {}),
-      ...(this.#queryStart !== undefined ? { queryStart: this.#queryStart } : {}),
-      ...(this.#stateChange !== undefined ? { stateChange: running ? this.#queryStart ?? this.#stateChange : this.#stateChange } : {}),
-      ...(address !== undefined && isIP(address) !== 0 ? { clientAddr: address, ...(this.#transport.remotePort !== undefined ? { clientPort: this.#transport.remotePort } : {}) } : {}),
-    }
+      sql: this.#marks.activitySql,
+      status: this.#status,
+      inTransaction: this.#inTransaction,
+      running,
+      waiting: !running && this.#batch !== EMPTY,
+      address: this.#transport.remoteAddress,
+      port: this.#transport.remotePort,
+    })
   }
+
 
   #flush(): void {
     const out = this.#splitter.take()
@@ -714,7 +673,7 @@ export class Session implements MuxClient {
           statements: this.#renamer.statements,
           unlisten,
         })
-        this.#setStatus(Status.Idle)
+        this.#setStatus(IDLE)
         this.#unsynced = false
         if (message.length > 0) lease.execProtocolRawStream(message, () => {})
         // Its temporary relations, holdable cursors and SQL-prepared statements go with it.
@@ -733,11 +692,6 @@ export class Session implements MuxClient {
 }
 
 
-const IDLE_STATES = new Map<number, string>([
-  [Status.Idle, 'idle'],
-  [Status.InTransaction, 'idle in transaction'],
-  [Status.Failed, 'idle in transaction (aborted)'],
-])
 
 /** The pid a `select pg_terminate_backend(<pid>)` names, or undefined for any other SQL. */
 function terminatedPid(sql: string): number | undefined {
