@@ -1,4 +1,4 @@
-import type { UtilityRefusal } from '@pgwasm/pglite'
+import type { EngineLease, UtilityRefusal } from '@pgwasm/pglite'
 
 /*
  * What one client's session-wide objects (named prepared statements, SQL
@@ -71,5 +71,50 @@ export class ObjectMemory {
   /** Whether a request is being measured. */
   get measuring(): boolean {
     return this.#from !== undefined
+  }
+}
+
+/** A client's {@link ObjectMemory}, measured on the engine while its batch runs there. */
+export class LeaseObjectMemory {
+  readonly #memory = new ObjectMemory()
+  /** The engine while this client's batch runs on it, for the utility rules to measure (undefined between batches). */
+  #lease: EngineLease | undefined
+
+  /** The utility rules' objectMade: asked while this client's batch runs on the engine, and only then. */
+  readonly made = (): UtilityRefusal | undefined => {
+    const held = this.#lease?.memoryShare()
+    if (held === undefined) return undefined
+    const refusal = this.#memory.refusal(held)
+    if (!refusal) this.#memory.measureFrom(held)
+    return refusal
+  }
+
+  /** The utility rules' objectDropped. */
+  readonly dropped = (): void => {
+    const held = this.#lease?.memoryShare()
+    if (held !== undefined) this.#memory.measureFrom(held)
+  }
+
+  /**
+   * Before a batch that makes a named prepared statement (`names`) or closes
+   * an object (`closes`): its refusal, or undefined with the batch measured.
+   */
+  admit(lease: EngineLease, names: boolean, closes: boolean): UtilityRefusal | undefined {
+    if (!names && !closes) return undefined
+    const held = lease.memoryShare()
+    const refusal = names ? this.#memory.refusal(held) : undefined
+    if (!refusal) this.#memory.measureFrom(held)
+    return refusal
+  }
+
+  /** This client's batch or script step runs on `lease` from now. */
+  running(lease: EngineLease): void {
+    this.#lease = lease
+  }
+
+  /** The end of a batch or script step on `lease`: what it made or dropped is this client's. */
+  settle(lease: EngineLease): void {
+    this.#lease = undefined
+    if (this.#memory.measuring) this.#memory.settle(lease.memoryShare())
   }
 }

@@ -14,7 +14,7 @@ import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { OutputSplitter } from '../wire/output.js'
 import { StatementRenamer } from '../wire/rename.js'
 import { CacheGate } from './cache-gate.js'
-import { ObjectMemory } from './object-memory.js'
+import { LeaseObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
@@ -92,9 +92,7 @@ export class Session implements MuxClient {
   #batchMeaning = false
   readonly #marks: BatchMarks = { namesStatement: false, closesObject: false, objectsMayChange: false, activitySql: new Uint8Array(0) }
   /** What this client's prepared statements and cursors hold of the engine's memory ceiling. */
-  readonly #objectMemory = new ObjectMemory()
-  /** The engine while this client's batch runs on it, for the utility rules to measure (undefined between batches). */
-  #objectLease: EngineLease | undefined
+  readonly #objectMemory = new LeaseObjectMemory()
   readonly #cacheGate: CacheGate
   #state: 'startup' | 'auth' | 'attach' | 'ready' | 'closed' = 'startup'
   #pumping = false
@@ -135,18 +133,8 @@ export class Session implements MuxClient {
         },
         // A function's set_config() or dynamic SET: the settings are read after the batch.
         settingChanged: () => (this.#splitter.meaningMayChange = true),
-        // Asked while this client's batch runs on the engine (#objectLease), and only then.
-        objectMade: () => {
-          const held = this.#objectLease?.memoryShare()
-          if (held === undefined) return undefined
-          const refusal = this.#objectMemory.refusal(held)
-          if (!refusal) this.#objectMemory.measureFrom(held)
-          return refusal
-        },
-        objectDropped: () => {
-          const held = this.#objectLease?.memoryShare()
-          if (held !== undefined) this.#objectMemory.measureFrom(held)
-        },
+        objectMade: this.#objectMemory.made,
+        objectDropped: this.#objectMemory.dropped,
       }),
       signalOther: (pid, signal) => this.#host.signal(pid, signal),
       statementName: (name) => this.#renamer.sqlName(name),
@@ -440,19 +428,13 @@ export class Session implements MuxClient {
     if (this.#state === 'closed') return
     this.#activity.queryStarted()
     const marks = this.#marks
-    const namesStatement = marks.namesStatement
-    const measured = namesStatement || marks.closesObject
+    const refusal = this.#objectMemory.admit(lease, marks.namesStatement, marks.closesObject)
     marks.namesStatement = marks.closesObject = false
-    if (measured) {
-      const held = lease.memoryShare()
-      const refusal = namesStatement ? this.#objectMemory.refusal(held) : undefined
-      if (refusal) {
-        this.#refuseNewStatement(refusal)
-        return
-      }
-      this.#objectMemory.measureFrom(held)
+    if (refusal) {
+      this.#refuseNewStatement(refusal)
+      return
     }
-    this.#objectLease = lease
+    this.#objectMemory.running(lease)
     const splitter = this.#splitter
     splitter.lastStatus = 0
     const wasInTransaction = this.#inTransaction
@@ -468,7 +450,7 @@ export class Session implements MuxClient {
         if (busy !== undefined) {
           // Rolled back whole and idle again: nothing reaches the client; it runs again once the lock is free.
           this.#lockBusy = busy
-          this.#settleObjects(lease)
+          this.#objectMemory.settle(lease)
           return
         }
         this.#onOutput(reply)
@@ -488,7 +470,7 @@ export class Session implements MuxClient {
     } catch (err) {
       this.#engineFailed(err)
     }
-    this.#settleObjects(lease)
+    this.#objectMemory.settle(lease)
     if (splitter.lastStatus !== 0) this.#setStatus(splitter.lastStatus)
     // Stopped for its transaction_timeout (stopRequested): ended as PostgreSQL ends it, before the
     // rolled-back SET LOCAL could clear the timer.
@@ -502,12 +484,6 @@ export class Session implements MuxClient {
       return
     }
     this.#flush()
-  }
-
-  /** The end of a batch or script step on `lease`: what it made or dropped is this client's. */
-  #settleObjects(lease: EngineLease): void {
-    this.#objectLease = undefined
-    if (this.#objectMemory.measuring) this.#objectMemory.settle(lease.memoryShare())
   }
 
   /**
@@ -547,7 +523,7 @@ export class Session implements MuxClient {
       if (this.#state === 'closed') return
       let waiting = false
       const wasInTransaction = this.#inTransaction
-      this.#objectLease = lease
+      this.#objectMemory.running(lease)
       try {
         waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#onOutput, this.#send, this.#status))
         // A query string holding COPY can hold anything else too.
@@ -556,7 +532,7 @@ export class Session implements MuxClient {
       } catch (err) {
         this.#engineFailed(err)
       }
-      this.#settleObjects(lease)
+      this.#objectMemory.settle(lease)
       this.#setStatus(script.status)
       if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
       this.#flush()
