@@ -20,11 +20,11 @@ const NO_PARAMETERS = new Uint8Array([0x74 /* t */, 0, 0, 0, 6, 0, 0])
 export interface CopyInHost {
   readonly input: FrameReader
   readonly transport: Pick<Transport, 'write' | 'readNow' | 'readNowReady'>
-  readonly limits: Pick<SessionHost, 'maxCopyBytes' | 'copyStallMs' | 'maxMessageBytes'>
+  readonly server: Pick<SessionHost, 'maxCopyBytes' | 'copyStallMs' | 'maxMessageBytes'>
   /** The server's cap on one request of this client. */
   readonly timeLimitMs: number | undefined
   /** The last ReadyForQuery status byte the client was sent. */
-  status(): number
+  readonly status: number
   isClosed(): boolean
   /** Bytes a peerLeft probe read and the session has not received yet (they come first). */
   takeEarly(): Uint8Array[]
@@ -97,7 +97,7 @@ export class SessionCopyIn {
 
   /** Runs a simple Query's COPY FROM STDIN script up to its wait for data. */
   async start(sql: string, statements: readonly SqlStatement[], listenChanged: boolean): Promise<void> {
-    const script = new CopyInScript(sql, statements, this.#host.status())
+    const script = new CopyInScript(sql, statements, this.#host.status)
     await this.#runScript(script, listenChanged, (engine) => script.start(engine))
   }
 
@@ -114,7 +114,7 @@ export class SessionCopyIn {
    */
   async take(f: Uint8Array): Promise<boolean> {
     const type = f[0]!
-    const limits = this.#host.limits
+    const limits = this.#host.server
     if (type === Msg.CopyData) {
       this.#copyInBytes += f.length
       if (this.#copyInBytes <= limits.maxCopyBytes) {
@@ -163,7 +163,7 @@ export class SessionCopyIn {
       case Msg.Execute: {
         input.skip(size)
         copy.executed = true
-        const script = new CopyInScript(copy.sql, copy.statements, this.#host.status(), false)
+        const script = new CopyInScript(copy.sql, copy.statements, this.#host.status, false)
         await this.#runScript(script, false, (engine) => script.start(engine))
         return true
       }
@@ -171,7 +171,7 @@ export class SessionCopyIn {
         // Parsed, never executed: nothing ran.
         input.skip(size)
         this.#extendedCopy = undefined
-        transport.write(readyForQuery(statusLetter(this.#host.status())))
+        transport.write(readyForQuery(statusLetter(this.#host.status)))
         return true
       default:
         // Another statement replaces the unnamed one, as Postgres's would.
@@ -193,12 +193,12 @@ export class SessionCopyIn {
 
   /** The waiting COPY's request being gathered, begun with its Query frame. */
   #copyRequest(): CopyInBuffer {
-    return (this.#copyIn ??= new CopyInBuffer(this.#script!.waitingPiece, this.#host.limits.maxCopyBytes + COPY_END_BYTES))
+    return (this.#copyIn ??= new CopyInBuffer(this.#script!.waitingPiece, this.#host.server.maxCopyBytes + COPY_END_BYTES))
   }
 
   #canStreamCopy(): boolean {
     const transport = this.#host.transport
-    return this.#host.limits.copyStallMs > 0 && transport.readNow !== undefined && (transport.readNowReady?.() ?? true)
+    return this.#host.server.copyStallMs > 0 && transport.readNow !== undefined && (transport.readNowReady?.() ?? true)
   }
 
   /**
@@ -216,8 +216,8 @@ export class SessionCopyIn {
       const input = host.input
       const buffered = [input.take(input.buffered), ...host.takeEarly()]
       stream = new CopyStream(buffered, host.transport.readNow!, {
-        maxMessageBytes: host.limits.maxMessageBytes,
-        stallMs: host.limits.copyStallMs,
+        maxMessageBytes: host.server.maxMessageBytes,
+        stallMs: host.server.copyStallMs,
         deadline: host.timeLimitMs !== undefined ? performance.now() + host.timeLimitMs : Infinity,
         stop: host.canceled,
       })

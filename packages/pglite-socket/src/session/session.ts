@@ -1,10 +1,11 @@
 import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
-import { Handshake } from './handshake.js'
+import { Handshake, type HandshakeHost } from './handshake.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
-import { SessionCopyIn } from './copy-in.js'
+import { SessionCopyIn, type CopyInHost } from './copy-in.js'
+import { BatchWait, type BatchWaitHost } from './batch-wait.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
 import { ClientNames } from './client-names.js'
-import { FrameLoop, type BatchMarks } from './frame-loop.js'
+import { FrameLoop, type BatchMarks, type FrameLoopHost } from './frame-loop.js'
 import { ClientActivity } from './client-activity.js'
 import { ClientReports } from './client-reports.js'
 import { FrameReader } from '../wire/frame-reader.js'
@@ -17,29 +18,16 @@ import { CacheGate } from './cache-gate.js'
 import { LeaseObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
-import { busyLockKey, LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
+import { busyLockKey } from '../sql/lock-wait.js'
 import { startupFromParams } from './startup.js'
 import { assumedReported } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
-import {
-  Msg,
-  concat,
-  readInt32,
-  decodeUtf8,
-  errorResponse,
-  readyForQuery,
-  statusLetter,
-} from '../wire/wire.js'
+import { concat, errorResponse, readyForQuery, statusLetter } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
-import { isOneRequest } from './frame-edits.js'
 
 // The server (net/) reaches a session through this module.
 export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
 
-/** Why a batch that waited for the engine did not run: its client sent a CancelRequest. */
-const CANCELED = new Error('canceled by a CancelRequest')
-
-const EMPTY = new Uint8Array(0)
 /** ReadyForQuery's status outside a transaction block. */
 const IDLE = 0x49 /* I */
 /** Engine output waiting in the splitter is sent once it grows past this. */
@@ -85,8 +73,8 @@ export class Session implements MuxClient {
   readonly #transport: Transport
   readonly #input: FrameReader
   readonly #frames: FrameLoop
-  /** The batch {@link #runBatchWork} runs next, and whether it changes LISTENs. */
-  #batch: Uint8Array = EMPTY
+  /** The batch {@link #runBatchWork} runs next (BatchWait.message), and whether it changes LISTENs. */
+  readonly #waits: BatchWait
   #batchListens = false
   /** Whether the current batch's SQL may create a table although its tag reads SELECT (see sqlMayChangeMeaning). */
   #batchMeaning = false
@@ -102,9 +90,6 @@ export class Session implements MuxClient {
   #mux: Multiplexer | undefined
   readonly #renamer: StatementRenamer
   readonly #splitter = new OutputSplitter()
-  /** The batch may wait for a busy advisory lock; #lockBusy: the key its last run was refused. */
-  #lockWait = false
-  #lockBusy: string | undefined
   #listens: ListenRouting | undefined
   #inTransaction = false
   #unsynced = false
@@ -148,34 +133,29 @@ export class Session implements MuxClient {
     this.#splitter.rewriteError = this.#names.rewriteError
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
     this.timeLimitMs = host.maxStatementMs > 0 ? host.maxStatementMs : undefined
-    this.#copy = new SessionCopyIn({
-      input: this.#input,
-      transport,
-      limits: host,
-      timeLimitMs: this.timeLimitMs,
-      status: () => this.#status,
-      isClosed: () => this.#state === 'closed',
-      takeEarly: () => this.#early.splice(0),
-      canceled: () => host.canceledWhileRunning(this.processId, this.secret),
-      fatal: (code, message) => this.#fatal(code, message),
-      skipToSync: () => this.#frames.skipToSync(),
-      runScript: (script, listenChanged, step, settled) => this.#runScript(script, listenChanged, step, settled),
-    })
     const session = this
-    this.#frames = new FrameLoop({
+    // What the parts of the session see of it, each through its own small interface.
+    const view: CopyInHost & FrameLoopHost & HandshakeHost & BatchWaitHost = {
+      client: this,
+      processId: this.processId,
       input: this.#input,
       transport,
       server: host,
+      timeLimitMs: this.timeLimitMs,
       renamer: this.#renamer,
       cacheGate: this.#cacheGate,
-      copy: this.#copy,
       marks: this.#marks,
-      rewriteClient: {
-        processId: this.processId,
-        get inTransaction() {
-          return session.#inTransaction
-        },
-        othersObjects: () => this.#mux!.objects.othersOf(this),
+      get copy() {
+        return session.#copy
+      },
+      get mux() {
+        return session.#mux
+      },
+      get status() {
+        return session.#status
+      },
+      get inTransaction() {
+        return session.#inTransaction
       },
       get unsynced() {
         return session.#unsynced
@@ -183,36 +163,33 @@ export class Session implements MuxClient {
       set unsynced(value: boolean) {
         session.#unsynced = value
       },
-      get inTransaction() {
-        return session.#inTransaction
-      },
-      get status() {
-        return session.#status
+      rewriteClient: {
+        processId: this.processId,
+        get inTransaction() {
+          return session.#inTransaction
+        },
+        othersObjects: () => this.#mux!.objects.othersOf(this),
       },
       isClosed: () => this.#state === 'closed',
       isReady: () => this.#state === 'ready',
-      noteListens: (sql) => this.#listens!.note(sql),
-      runBatch: (message, listenChanged, meaning) => this.#runBatch(message, listenChanged, meaning),
       close: () => this.#close(),
       fatal: (code, message) => this.#fatal(code, message),
-    })
+      takeEarly: () => this.#early.splice(0),
+      canceled: () => host.canceledWhileRunning(this.processId, this.secret),
+      skipToSync: () => this.#frames.skipToSync(),
+      runScript: (script, listenChanged, step, settled) => this.#runScript(script, listenChanged, step, settled),
+      noteListens: (sql) => this.#listens!.note(sql),
+      runBatch: (message, listenChanged, meaning) => this.#runBatch(message, listenChanged, meaning),
+      // Its startup parameters are its first settings (put on the session with its first batch).
+      startup: (request) => (this.settings = startupSettings(request.params)),
+      askedPassword: () => (this.#state = 'auth'),
+      attach: () => void this.#attach(),
+    }
+    this.#copy = new SessionCopyIn(view)
+    this.#frames = new FrameLoop(view)
+    this.#waits = new BatchWait(view)
     host.track(this)
-    this.#handshake = new Handshake(
-      {
-        input: this.#input,
-        transport,
-        server: host,
-        processId: this.processId,
-        isClosed: () => this.#state === 'closed',
-        close: () => this.#close(),
-        fatal: (code, message) => this.#fatal(code, message),
-        // Its startup parameters are its first settings (put on the session with its first batch).
-        startup: (request) => (this.settings = startupSettings(request.params)),
-        askedPassword: () => (this.#state = 'auth'),
-        attach: () => void this.#attach(),
-      },
-      started !== undefined,
-    )
+    this.#handshake = new Handshake(view, started !== undefined)
     this.#reports = new ClientReports(started?.told)
     if (started) {
       this.#handshake.begin(startupFromParams(started.params))
@@ -365,61 +342,15 @@ export class Session implements MuxClient {
     this.#transport.write(this.#reports.startupReply(this.processId, this.secret))
   }
 
-  /**
-   * A CancelRequest for this client (CancelTarget): a batch that waits for
-   * the engine, behind another client or for an advisory lock, fails with
-   * 57014 instead of running. Only a batch that is one request (one simple
-   * Query, or one extended sequence up to its Sync) is canceled this way:
-   * the error and ReadyForQuery then answer it whole.
-   */
+  /** A CancelRequest for this client (CancelTarget): see BatchWait.cancel; a cached-statement batch is not canceled. */
   cancelWaiting(): boolean {
-    if (!this.#mux || this.#cacheGate.active || !isOneRequest(this.#batch)) return false
-    return this.#mux.abandonWaiting(this, CANCELED)
+    return !this.#cacheGate.active && this.#waits.cancel()
   }
 
-  async #runBatch(message: Uint8Array, listenChanged: boolean, meaning = false): Promise<void> {
-    this.#batch = message
+  #runBatch(message: Uint8Array, listenChanged: boolean, meaning = false): Promise<void> {
     this.#batchListens = listenChanged
     this.#batchMeaning = meaning
-    this.#terminateHolderFirst(message)
-    try {
-      // A lone Query outside a transaction that takes an advisory lock waits for it (lock-wait.ts).
-      this.#lockWait = !this.#inTransaction && !this.#unsynced && mayWaitForAdvisoryLock(message)
-      const since = performance.now()
-      for (;;) {
-        this.#lockBusy = undefined
-        await this.#mux!.run(this, this.#runBatchWork)
-        if (this.#lockBusy === undefined || this.#state === 'closed') break
-        await this.#mux!.lockReleased(this, this.#lockBusy, since)
-      }
-    } catch (err) {
-      if (err instanceof LockWaitFailure) {
-        // The wait ended without the lock: its statement's error, as PostgreSQL's wait would end.
-        this.#transport.write(concat([errorResponse(err.code, err.message, 'ERROR', err.detail), readyForQuery(statusLetter(this.#status))]))
-        return
-      }
-      if (err !== CANCELED) throw err
-      // Nothing of the batch ran (or what ran was rolled back, for a lock wait): one request, one error.
-      this.#transport.write(concat([errorResponse('57014', 'canceling statement due to user request'), readyForQuery(statusLetter(this.#status))]))
-    } finally {
-      this.#lockWait = false
-      this.#batch = EMPTY
-    }
-  }
-
-  /**
-   * `select pg_terminate_backend(<pid>)` (a lone Query, as pools and psql
-   * send it) of the client that holds the engine in its transaction: that
-   * client ends now, as on PostgreSQL, rather than after it lets the engine
-   * go, which this statement would wait for. The statement then runs and
-   * answers true (see DatabaseHost.signal).
-   */
-  #terminateHolderFirst(message: Uint8Array): void {
-    const owner = this.#mux?.owner
-    if (!owner || owner === this || !owner.pinned || owner.processId === undefined || message[0] !== Msg.Query) return
-    if (readInt32(message, 1) + 1 !== message.length) return
-    const pid = terminatedPid(decodeUtf8(message.subarray(5, message.length - 1)))
-    if (pid === owner.processId) this.#host.signal(pid, 'terminate')
+    return this.#waits.run(message, this.#runBatchWork)
   }
 
   /** The engine half of {@link #runBatch}, made once: no closure per batch. */
@@ -441,15 +372,15 @@ export class Session implements MuxClient {
     const watchObjects = marks.objectsMayChange
     try {
       if (watchObjects) this.#mux!.objects.before(lease)
-      const message = this.#cacheGate.messageFor(lease, this.#batch, this.#mux!.cacheEpoch)
-      if (this.#lockWait) {
+      const message = this.#cacheGate.messageFor(lease, this.#waits.message, this.#mux!.cacheEpoch)
+      if (this.#waits.lockWait) {
         const chunks: Uint8Array[] = []
         lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
         const reply = concat(chunks)
         const busy = busyLockKey(reply)
         if (busy !== undefined) {
           // Rolled back whole and idle again: nothing reaches the client; it runs again once the lock is free.
-          this.#lockBusy = busy
+          this.#waits.lockBusy(busy)
           this.#objectMemory.settle(lease)
           return
         }
@@ -587,7 +518,7 @@ export class Session implements MuxClient {
       status: this.#status,
       inTransaction: this.#inTransaction,
       running,
-      waiting: !running && this.#batch !== EMPTY,
+      waiting: !running && this.#waits.active,
       address: this.#transport.remoteAddress,
       port: this.#transport.remotePort,
     })
@@ -665,12 +596,4 @@ export class Session implements MuxClient {
       mux.release(this)
     }
   }
-}
-
-
-
-/** The pid a `select pg_terminate_backend(<pid>)` names, or undefined for any other SQL. */
-function terminatedPid(sql: string): number | undefined {
-  const match = /^\s*select\s+(?:pg_catalog\.)?pg_terminate_backend\s*\(\s*(\d{1,10})\s*\)\s*(?:as\s+\w+\s*)?;?\s*$/i.exec(sql)
-  return match ? Number(match[1]) : undefined
 }
