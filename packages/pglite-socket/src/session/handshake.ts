@@ -1,4 +1,7 @@
+import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
+import { assumedReported } from '../pooler/reported-settings.js'
 import { Authenticator } from './auth.js'
+import type { ClientReports } from './client-reports.js'
 import { isTerminate } from './frame-edits.js'
 import type { SessionHost, Transport } from './session-host.js'
 import { readStartupRequest, type StartupParams } from './startup.js'
@@ -12,23 +15,28 @@ const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
 export interface HandshakeHost {
   readonly input: FrameReader
   readonly transport: Pick<Transport, 'write' | 'remoteAddress'>
-  readonly server: Pick<SessionHost, 'password' | 'authMethod' | 'authThrottle' | 'authenticationTimeoutMs' | 'cancel' | 'log'>
+  readonly server: Pick<SessionHost, 'password' | 'authMethod' | 'authThrottle' | 'authenticationTimeoutMs' | 'cancel' | 'log' | 'database' | 'serverVersion'>
   readonly processId: number
+  /** The session as its multiplexer knows it. */
+  readonly client: MuxClient
+  readonly reports: ClientReports
   isClosed(): boolean
   close(): void
   fatal(code: string, message: string): void
   /** Its startup packet was read: its parameters are its first settings. */
   startup(request: StartupParams): void
-  /** The client was asked for its password: what it sends next goes to {@link Handshake.readAuth}. */
-  askedPassword(): void
-  /** The client is who it says (or no password is asked): it attaches to its database. */
-  attach(): void
+  /** 'auth': the client was asked for its password (what it sends next goes to {@link Handshake.readAuth}); 'attach': it waits for its database. */
+  enter(phase: 'auth' | 'attach'): void
+  /** Its database's multiplexer, found or started. */
+  attached(mux: Multiplexer): void
+  /** The client is in: it is sent its startup reply and its frames are read. */
+  ready(): void
 }
 
 /**
  * A connection's way in: its startup packet (or SSLRequest or
- * CancelRequest), the password exchange when the server asks one, and the
- * time it may take for them.
+ * CancelRequest), the password exchange when the server asks one, its
+ * database and login, and the time it may take for them.
  */
 export class Handshake {
   readonly #host: HandshakeHost
@@ -99,7 +107,7 @@ export class Handshake {
           this.#takeStartup(request)
           // Nothing that costs the server (an instance for a new database name) before the password.
           this.#auth = new Authenticator(host.server.authMethod, host.server.password, this.#user)
-          host.askedPassword()
+          host.enter('auth')
           host.transport.write(this.#auth.begin())
           return true
         }
@@ -111,7 +119,7 @@ export class Handshake {
   /** Takes a startup packet and attaches to its database (no password asked). */
   begin(request: StartupParams): void {
     this.#takeStartup(request)
-    this.#host.attach()
+    void this.#attach()
   }
 
   #takeStartup(request: StartupParams): void {
@@ -149,8 +157,56 @@ export class Handshake {
       return false
     }
     throttle.succeeded(address)
-    host.attach()
+    void this.#attach()
     return false
+  }
+
+  /** The client is who it says (or no password is asked): it attaches to its database and logs in. */
+  async #attach(): Promise<void> {
+    const host = this.#host
+    const database = this.#database
+    host.enter('attach')
+    let mux: Multiplexer
+    try {
+      mux = await host.server.database(database)
+      host.attached(mux)
+    } catch (err) {
+      const unknown = err instanceof Error && (err as Error & { code?: unknown }).code === 'UNKNOWN_DATABASE'
+      host.fatal('3D000', unknown ? err.message : `database "${database}" is not available: ${err instanceof Error ? err.message : String(err)}`)
+      return
+    }
+    if (host.isClosed()) return
+    const refusal = await this.#login(mux)
+    if (host.isClosed()) return
+    if (refusal) {
+      host.fatal('28000', refusal)
+      return
+    }
+    this.stopTimer()
+    host.ready()
+  }
+
+  /**
+   * Learns what the client is told at startup, and why the role it logs in
+   * as may not log in, as Postgres says it: the role must exist and have
+   * LOGIN (the client then runs as the engine's superuser or the `role`
+   * option's role; see the README).
+   */
+  async #login(mux: Multiplexer): Promise<string | undefined> {
+    const host = this.#host
+    const user = this.#user
+    let facts: Awaited<ReturnType<Multiplexer['login']>> | undefined
+    try {
+      facts = await mux.login(host.client, user)
+    } catch {
+      facts = undefined // The engine died: the first batch reports it.
+    }
+    host.reports.loggedIn(facts?.reported, () => assumedReported(user, this.#applicationName, host.server.serverVersion))
+    // The in-process bridge is the embedding application itself, under any name.
+    if (host.transport.remoteAddress === undefined) return undefined
+    if (facts?.role === 'missing') return `role "${user}" does not exist`
+    if (facts?.role === 'nologin') return `role "${user}" is not permitted to log in`
+    return undefined
   }
 
   /** The client is in (or gone): the time allowed for its way in no longer runs. */

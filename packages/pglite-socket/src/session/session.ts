@@ -20,7 +20,6 @@ import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { busyLockKey } from '../sql/lock-wait.js'
 import { startupFromParams } from './startup.js'
-import { assumedReported } from '../pooler/reported-settings.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
 import { concat, errorResponse, readyForQuery, statusLetter } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
@@ -182,8 +181,19 @@ export class Session implements MuxClient {
       runBatch: (message, listenChanged, meaning) => this.#runBatch(message, listenChanged, meaning),
       // Its startup parameters are its first settings (put on the session with its first batch).
       startup: (request) => (this.settings = startupSettings(request.params)),
-      askedPassword: () => (this.#state = 'auth'),
-      attach: () => void this.#attach(),
+      get reports() {
+        return session.#reports
+      },
+      enter: (phase) => (this.#state = phase),
+      attached: (mux) => {
+        this.#mux = mux
+        this.#listens = new ListenRouting(mux, this)
+      },
+      ready: () => {
+        this.#state = 'ready'
+        this.#transport.write(this.#reports.startupReply(this.processId, this.secret))
+        void this.#pump()
+      },
     }
     this.#copy = new SessionCopyIn(view)
     this.#frames = new FrameLoop(view)
@@ -290,56 +300,6 @@ export class Session implements MuxClient {
   #waitForClient(): void {
     if (this.#state !== 'ready') return
     this.#timeouts.idle(this.#inTransaction, this.#mux!.idleSessionTimeoutMs)
-  }
-
-  async #attach(): Promise<void> {
-    const database = this.#handshake.database
-    this.#state = 'attach'
-    try {
-      this.#mux = await this.#host.database(database)
-      this.#listens = new ListenRouting(this.#mux, this)
-    } catch (err) {
-      const unknown = err instanceof Error && (err as Error & { code?: unknown }).code === 'UNKNOWN_DATABASE'
-      this.#fatal('3D000', unknown ? err.message : `database "${database}" is not available: ${err instanceof Error ? err.message : String(err)}`)
-      return
-    }
-    if (this.isClosed) return
-    const refusal = await this.#login()
-    if (this.isClosed) return
-    if (refusal) {
-      this.#fatal('28000', refusal)
-      return
-    }
-    this.#ready()
-    void this.#pump()
-  }
-
-  /**
-   * Learns what the client is told at startup, and why the role it logs in
-   * as may not log in, as Postgres says it: the role must exist and have
-   * LOGIN (the client then runs as the engine's superuser or the `role`
-   * option's role; see the README).
-   */
-  async #login(): Promise<string | undefined> {
-    const user = this.#handshake.user
-    let facts: Awaited<ReturnType<Multiplexer['login']>> | undefined
-    try {
-      facts = await this.#mux!.login(this, user)
-    } catch {
-      facts = undefined // The engine died: the first batch reports it.
-    }
-    this.#reports.loggedIn(facts?.reported, () => assumedReported(user, this.#handshake.applicationName, this.#host.serverVersion))
-    // The in-process bridge is the embedding application itself, under any name.
-    if (this.#transport.remoteAddress === undefined) return undefined
-    if (facts?.role === 'missing') return `role "${user}" does not exist`
-    if (facts?.role === 'nologin') return `role "${user}" is not permitted to log in`
-    return undefined
-  }
-
-  #ready(): void {
-    this.#state = 'ready'
-    this.#handshake.stopTimer()
-    this.#transport.write(this.#reports.startupReply(this.processId, this.secret))
   }
 
   /** A CancelRequest for this client (CancelTarget): see BatchWait.cancel; a cached-statement batch is not canceled. */
