@@ -1,5 +1,9 @@
+import type { ListenRouting } from '../pooler/listen-routing.js'
+import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { quoteChannel } from '../sql/listen.js'
+import type { StatementRenamer } from '../wire/rename.js'
 import { Msg, concat, cstrings, frame, queryMessage } from '../wire/wire.js'
+import type { SessionHost } from './session-host.js'
 
 const SYNC = frame(Msg.Sync, new Uint8Array(0))
 const STATEMENT = new Uint8Array([0x53 /* S */])
@@ -32,4 +36,53 @@ export function cleanupMessage(left: Leftovers): Uint8Array {
   const sql = [...(left.inTransaction ? ['ROLLBACK'] : []), ...left.unlisten.map((c) => `UNLISTEN ${quoteChannel(c)}`)]
   if (sql.length > 0) frames.push(queryMessage(sql.join(';')))
   return concat(frames)
+}
+
+/** What the cleanup needs of a client that left. */
+export interface LeavingClient {
+  /** The client as its multiplexer knows it. */
+  readonly client: MuxClient
+  readonly processId: number
+  readonly server: Pick<SessionHost, 'log' | 'left'>
+  readonly renamer: Pick<StatementRenamer, 'statements'>
+  readonly listens: ListenRouting | undefined
+  readonly unsynced: boolean
+  readonly inTransaction: boolean
+  /** The engine is given back clean: the client is idle, with no sequence open. */
+  settled(): void
+}
+
+/**
+ * Rolls back an open transaction, closes the client's prepared statements
+ * and LISTENs no one else needs, then releases the engine (and tells the
+ * server the client of `database` is gone).
+ */
+export async function cleanUp(mux: Multiplexer, leaving: LeavingClient, database: string): Promise<void> {
+  const client = leaving.client
+  const unlisten = leaving.listens?.drop() ?? []
+  mux.forget(client)
+  try {
+    await mux.run(client, (lease) => {
+      // Decided with the engine in hand: a batch that finished just before
+      // may have opened a transaction.
+      const message = cleanupMessage({
+        unsynced: leaving.unsynced,
+        inTransaction: leaving.inTransaction || leaving.unsynced || lease.inTransaction,
+        statements: leaving.renamer.statements,
+        unlisten,
+      })
+      leaving.settled()
+      if (message.length > 0) lease.execProtocolRawStream(message, () => {})
+      // Its temporary relations, holdable cursors and SQL-prepared statements go with it.
+      const objects = mux.objects.takeCleanup(client)
+      if (objects.length > 0) lease.execProtocolRawStream(objects, () => {})
+      // As a disconnecting backend does: its session advisory locks go.
+      lease.forgetClient(leaving.processId)
+    })
+  } catch (err) {
+    leaving.server.log(`session ${leaving.processId}: cleanup failed: ${String(err)}`)
+  } finally {
+    leaving.server.left(database)
+    mux.release(client)
+  }
 }

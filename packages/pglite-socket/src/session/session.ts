@@ -9,7 +9,7 @@ import { FrameLoop, type BatchMarks, type FrameLoopHost } from './frame-loop.js'
 import { ClientActivity } from './client-activity.js'
 import { ClientReports } from './client-reports.js'
 import { FrameReader } from '../wire/frame-reader.js'
-import { cleanupMessage } from './cleanup.js'
+import { cleanUp, type LeavingClient } from './cleanup.js'
 import { ListenRouting } from '../pooler/listen-routing.js'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { OutputSplitter } from '../wire/output.js'
@@ -44,6 +44,9 @@ const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
  * its timer (FATAL 25P04 alone, as PostgreSQL sends it).
  */
 const TRANSACTION_STOP_GRACE_MS = 100
+
+/** What the parts of a session see of it, each through its own small interface. */
+type SessionView = CopyInHost & FrameLoopHost & HandshakeHost & BatchWaitHost & LeavingClient
 
 /**
  * One client connection: startup and authentication, framing of what it
@@ -100,6 +103,7 @@ export class Session implements MuxClient {
   readonly #timeouts: ClientTimeouts
   readonly #names: ClientNames
   #cleanedUp: Promise<void> | undefined
+  readonly #view: SessionView
 
   /** `started`: a client the cancel helper started while this thread was busy (it skips startup). */
   constructor(host: SessionHost, transport: Transport, started?: StartedElsewhere) {
@@ -133,8 +137,7 @@ export class Session implements MuxClient {
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
     this.timeLimitMs = host.maxStatementMs > 0 ? host.maxStatementMs : undefined
     const session = this
-    // What the parts of the session see of it, each through its own small interface.
-    const view: CopyInHost & FrameLoopHost & HandshakeHost & BatchWaitHost = {
+    const view: SessionView = {
       client: this,
       processId: this.processId,
       input: this.#input,
@@ -184,6 +187,13 @@ export class Session implements MuxClient {
       get reports() {
         return session.#reports
       },
+      get listens() {
+        return session.#listens
+      },
+      settled: () => {
+        this.#setStatus(IDLE)
+        this.#unsynced = false
+      },
       enter: (phase) => (this.#state = phase),
       attached: (mux) => {
         this.#mux = mux
@@ -195,6 +205,7 @@ export class Session implements MuxClient {
         void this.#pump()
       },
     }
+    this.#view = view
     this.#copy = new SessionCopyIn(view)
     this.#frames = new FrameLoop(view)
     this.#waits = new BatchWait(view)
@@ -521,39 +532,7 @@ export class Session implements MuxClient {
    * and LISTENs no one else needs, then releases the engine.
    */
   cleanup(): Promise<void> {
-    this.#cleanedUp ??= this.#cleanupOnce()
+    this.#cleanedUp ??= this.#mux ? cleanUp(this.#mux, this.#view, this.#handshake.database) : Promise.resolve()
     return this.#cleanedUp
-  }
-
-  async #cleanupOnce(): Promise<void> {
-    const mux = this.#mux
-    if (!mux) return
-    const unlisten = this.#listens?.drop() ?? []
-    mux.forget(this)
-    try {
-      await mux.run(this, (lease) => {
-        // Decided with the engine in hand: a batch that finished just before
-        // may have opened a transaction.
-        const message = cleanupMessage({
-          unsynced: this.#unsynced,
-          inTransaction: this.#inTransaction || this.#unsynced || lease.inTransaction,
-          statements: this.#renamer.statements,
-          unlisten,
-        })
-        this.#setStatus(IDLE)
-        this.#unsynced = false
-        if (message.length > 0) lease.execProtocolRawStream(message, () => {})
-        // Its temporary relations, holdable cursors and SQL-prepared statements go with it.
-        const objects = mux.objects.takeCleanup(this)
-        if (objects.length > 0) lease.execProtocolRawStream(objects, () => {})
-        // As a disconnecting backend does: its session advisory locks go.
-        lease.forgetClient(this.processId)
-      })
-    } catch (err) {
-      this.#host.log(`session ${this.processId}: cleanup failed: ${String(err)}`)
-    } finally {
-      this.#host.left(this.#handshake.database)
-      mux.release(this)
-    }
   }
 }
