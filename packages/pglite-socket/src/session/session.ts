@@ -37,7 +37,6 @@ const FLUSH_BYTES = 262_144
  */
 const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
 
-
 /**
  * How long past its transaction_timeout a client's running statement may go
  * on before it is stopped: a client between short statements is ended by
@@ -494,7 +493,6 @@ export class Session implements MuxClient {
       port: this.#transport.remotePort,
     })
   }
-
 
   #flush(): void {
     const out = this.#splitter.take()
