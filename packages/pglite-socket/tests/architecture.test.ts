@@ -10,7 +10,6 @@ const RANK: Readonly<Record<string, number>> = { wire: 1, sql: 2, copy: 3, poole
 
 /** Source files over 500 lines, and why each is still one file. */
 const LONG_FILES: Readonly<Record<string, string>> = {
-  'session/session.ts': 'one client connection: its state, the pump and the engine half of a batch, which its parts see through one view (issue: rooms)',
   'pooler/multiplexer.ts': 'the engine turns, logins and advisory-lock waits share the owner state',
 }
 

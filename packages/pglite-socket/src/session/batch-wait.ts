@@ -1,6 +1,6 @@
 import type { EngineLease } from '@pgwasm/pglite'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
-import { LockWaitFailure, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
+import { LockWaitFailure, busyLockKey, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
 import { Msg, concat, decodeUtf8, errorResponse, readInt32, readyForQuery, statusLetter } from '../wire/wire.js'
 import { isOneRequest } from './frame-edits.js'
 import type { SessionHost, Transport } from './session-host.js'
@@ -53,14 +53,27 @@ export class BatchWait {
     return this.#message !== EMPTY
   }
 
-  /** Whether the running batch is run for its reply first, to see whether its advisory lock was busy (lock-wait.ts). */
-  get lockWait(): boolean {
-    return this.#lockWait
-  }
-
-  /** The running batch was rolled back because advisory lock `key` was busy: it runs again once the lock is free. */
-  lockBusy(key: string): void {
-    this.#lockBusy = key
+  /**
+   * Runs `message` on `lease`, its output to `onOutput`. A batch that may
+   * wait for an advisory lock is run for its whole reply first: false when
+   * it found the lock busy (rolled back whole and idle again, nothing sent;
+   * it runs again once the lock is free).
+   */
+  execute(lease: EngineLease, message: Uint8Array, onOutput: (bytes: Uint8Array) => void): boolean {
+    if (!this.#lockWait) {
+      lease.execProtocolRawStream(message, onOutput)
+      return true
+    }
+    const chunks: Uint8Array[] = []
+    lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
+    const reply = concat(chunks)
+    const busy = busyLockKey(reply)
+    if (busy !== undefined) {
+      this.#lockBusy = busy
+      return false
+    }
+    onOutput(reply)
+    return true
   }
 
   /** Runs `message` with `work` once the engine is this client's (again after each busy lock). */

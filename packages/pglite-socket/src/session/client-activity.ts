@@ -1,6 +1,8 @@
 import { isIP } from 'node:net'
 import type { ActivityRow } from '@pgwasm/pglite'
 import { decodeUtf8 } from '../wire/wire.js'
+import type { BatchMarks } from './frame-loop.js'
+import type { Transport } from './session-host.js'
 
 /** ReadyForQuery's status bytes. */
 const IDLE = 0x49 /* I */
@@ -11,20 +13,15 @@ const IDLE_STATES = new Map<number, string>([
 ])
 
 /** What a client's row is made of besides the times {@link ClientActivity} keeps. */
-export interface ActivityFacts {
-  readonly pid: number
+export interface ActivitySource {
+  readonly processId: number
   readonly applicationName: string
-  /** Its last SQL (BatchMarks.activitySql). */
-  readonly sql: Uint8Array
+  /** Its last SQL is `marks.activitySql`. */
+  readonly marks: Pick<BatchMarks, 'activitySql'>
   /** Its last ReadyForQuery status byte. */
   readonly status: number
   readonly inTransaction: boolean
-  /** Its statement is the one the engine runs. */
-  readonly running: boolean
-  /** Its batch waits for the engine. */
-  readonly waiting: boolean
-  readonly address: string | undefined
-  readonly port: number | undefined
+  readonly transport: Pick<Transport, 'remoteAddress' | 'remotePort'>
 }
 
 /** What `pg_stat_activity` shows of one client: when it connected, and when its last query, state and transaction began. */
@@ -45,20 +42,22 @@ export class ClientActivity {
     this.#stateChange = Date.now()
   }
 
-  row(facts: ActivityFacts): ActivityRow {
-    const { running, waiting, address } = facts
-    const state = running || waiting ? 'active' : IDLE_STATES.get(facts.status) ?? 'idle'
+  /** Its row; `running`: its statement is the one the engine runs; `waiting`: its batch waits for the engine. */
+  row(source: ActivitySource, running: boolean, waiting: boolean): ActivityRow {
+    const address = source.transport.remoteAddress
+    const port = source.transport.remotePort
+    const state = running || waiting ? 'active' : IDLE_STATES.get(source.status) ?? 'idle'
     return {
-      pid: facts.pid,
-      applicationName: facts.applicationName,
+      pid: source.processId,
+      applicationName: source.applicationName,
       state,
-      query: decodeUtf8(facts.sql),
+      query: decodeUtf8(source.marks.activitySql),
       ...(waiting ? { waitEventType: 'IPC', waitEvent: 'EngineHeldByAnotherClient' } : {}),
       backendStart: this.#backendStart,
-      ...(facts.inTransaction && this.#xactStart !== undefined ? { xactStart: this.#xactStart } : {}),
+      ...(source.inTransaction && this.#xactStart !== undefined ? { xactStart: this.#xactStart } : {}),
       ...(this.#queryStart !== undefined ? { queryStart: this.#queryStart } : {}),
       ...(this.#stateChange !== undefined ? { stateChange: running ? this.#queryStart ?? this.#stateChange : this.#stateChange } : {}),
-      ...(address !== undefined && isIP(address) !== 0 ? { clientAddr: address, ...(facts.port !== undefined ? { clientPort: facts.port } : {}) } : {}),
+      ...(address !== undefined && isIP(address) !== 0 ? { clientAddr: address, ...(port !== undefined ? { clientPort: port } : {}) } : {}),
     }
   }
 }

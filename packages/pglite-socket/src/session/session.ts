@@ -6,8 +6,9 @@ import { BatchWait, type BatchWaitHost } from './batch-wait.js'
 import { ClientTimeouts, TIMEOUT_ERRORS, type TimeoutKind } from './client-timeouts.js'
 import { ClientNames } from './client-names.js'
 import { FrameLoop, type BatchMarks, type FrameLoopHost } from './frame-loop.js'
-import { ClientActivity } from './client-activity.js'
+import { ClientActivity, type ActivitySource } from './client-activity.js'
 import { ClientReports } from './client-reports.js'
+import { ClientOutput } from './client-output.js'
 import { FrameReader } from '../wire/frame-reader.js'
 import { cleanUp, type LeavingClient } from './cleanup.js'
 import { ListenRouting } from '../pooler/listen-routing.js'
@@ -18,10 +19,9 @@ import { CacheGate } from './cache-gate.js'
 import { LeaseObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
-import { busyLockKey } from '../sql/lock-wait.js'
 import { startupFromParams } from './startup.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
-import { concat, errorResponse, readyForQuery, statusLetter } from '../wire/wire.js'
+import { errorResponse, readyForQuery, statusLetter } from '../wire/wire.js'
 import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
 
 // The server (net/) reaches a session through this module.
@@ -29,8 +29,6 @@ export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhe
 
 /** ReadyForQuery's status outside a transaction block. */
 const IDLE = 0x49 /* I */
-/** Engine output waiting in the splitter is sent once it grows past this. */
-const FLUSH_BYTES = 262_144
 /**
  * The next request of a client waits while more than this of its output is
  * still unread by it: a slow reader holds at most this plus one request's output.
@@ -45,13 +43,13 @@ const MAX_BACKLOG_BYTES = 4 * 1024 * 1024
 const TRANSACTION_STOP_GRACE_MS = 100
 
 /** What the parts of a session see of it, each through its own small interface. */
-type SessionView = CopyInHost & FrameLoopHost & HandshakeHost & BatchWaitHost & LeavingClient
+type SessionView = CopyInHost & FrameLoopHost & HandshakeHost & BatchWaitHost & LeavingClient & ActivitySource
 
 /**
- * One client connection: startup and authentication, framing of what it
- * sends, name rewriting, and its batches on the multiplexer. Reads are
- * serial: bytes that arrive while a batch runs wait in the buffer and form
- * the next batch.
+ * One client connection: its state, the pump that reads what it sends (the
+ * handshake, then the frame loop), and the engine half of its batches on the
+ * multiplexer. Reads are serial: bytes that arrive while a batch runs wait in
+ * the buffer and form the next batch.
  */
 export class Session implements MuxClient {
   readonly processId: number
@@ -91,6 +89,7 @@ export class Session implements MuxClient {
   #mux: Multiplexer | undefined
   readonly #renamer: StatementRenamer
   readonly #splitter = new OutputSplitter()
+  readonly #output: ClientOutput
   #listens: ListenRouting | undefined
   #inTransaction = false
   #unsynced = false
@@ -131,6 +130,7 @@ export class Session implements MuxClient {
     this.#input = new FrameReader(host.maxMessageBytes)
     this.#renamer = new StatementRenamer(`c${this.processId}_`, (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false)
     this.#cacheGate = new CacheGate(`c${this.processId}`, host.maxMessageBytes, this.#renamer.statements, this.#splitter)
+    this.#output = new ClientOutput(this.#splitter, this.#cacheGate, transport, () => this.#state === 'closed')
     this.#names = new ClientNames(`c${this.processId}`, this.#renamer)
     this.#splitter.rewriteError = this.#names.rewriteError
     this.#timeouts = new ClientTimeouts(host.idleInTransactionTimeoutMs, this.#expire)
@@ -185,6 +185,9 @@ export class Session implements MuxClient {
       startup: (request) => (this.settings = startupSettings(request.params)),
       get reports() {
         return session.#reports
+      },
+      get applicationName() {
+        return session.#handshake.applicationName
       },
       get listens() {
         return session.#listens
@@ -343,22 +346,12 @@ export class Session implements MuxClient {
     try {
       if (watchObjects) this.#mux!.objects.before(lease)
       const message = this.#cacheGate.messageFor(lease, this.#waits.message, this.#mux!.cacheEpoch)
-      if (this.#waits.lockWait) {
-        const chunks: Uint8Array[] = []
-        lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
-        const reply = concat(chunks)
-        const busy = busyLockKey(reply)
-        if (busy !== undefined) {
-          // Rolled back whole and idle again: nothing reaches the client; it runs again once the lock is free.
-          this.#waits.lockBusy(busy)
-          this.#objectMemory.settle(lease)
-          return
-        }
-        this.#onOutput(reply)
-      } else {
-        lease.execProtocolRawStream(message, this.#onOutput)
+      if (!this.#waits.execute(lease, message, this.#output.fromEngine)) {
+        // Its advisory lock was busy: nothing reached the client; it runs again once the lock is free.
+        this.#objectMemory.settle(lease)
+        return
       }
-      this.#cacheGate.settle(lease, this.#onOutput)
+      this.#cacheGate.settle(lease, this.#output.fromEngine)
       this.#noteMeaning(this.#batchMeaning, lease)
       if ((this.settingsChanged || this.reportDue || this.#reports.pending) && !this.#unsynced && this.#reports.report(lease, splitter)) this.reportDue = false
       // Read at a Sync point only: a Query in the middle of an extended sequence would end it.
@@ -384,7 +377,7 @@ export class Session implements MuxClient {
       queueMicrotask(() => this.terminate('57P01', 'terminating connection due to administrator command'))
       return
     }
-    this.#flush()
+    this.#output.flush()
   }
 
   /**
@@ -393,9 +386,9 @@ export class Session implements MuxClient {
    * before it runs, as the engine refuses its `PREPARE` then.
    */
   #refuseNewStatement(refusal: UtilityRefusal): void {
-    this.#send(errorResponse(refusal.code, refusal.message, 'ERROR', undefined, refusal.hint))
+    this.#output.send(errorResponse(refusal.code, refusal.message, 'ERROR', undefined, refusal.hint))
     if (this.#unsynced) this.#frames.skipToSync()
-    else this.#send(readyForQuery(statusLetter(this.#status)))
+    else this.#output.send(readyForQuery(statusLetter(this.#status)))
   }
 
   /** After a request of a client that is or was in a transaction block: its timeouts as the engine has them now. */
@@ -426,7 +419,7 @@ export class Session implements MuxClient {
       const wasInTransaction = this.#inTransaction
       this.#objectMemory.running(lease)
       try {
-        waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#onOutput, this.#send, this.#status))
+        waiting = step(new LeaseScriptEngine(lease, this.#splitter, this.#output.fromEngine, this.#output.send, this.#status))
         // A query string holding COPY can hold anything else too.
         this.#noteMeaning(true, lease)
         if (!waiting && listenChanged) this.#listens!.relisten(lease)
@@ -436,16 +429,9 @@ export class Session implements MuxClient {
       this.#objectMemory.settle(lease)
       this.#setStatus(script.status)
       if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
-      this.#flush()
+      this.#output.flush()
       settled(waiting)
     })
-  }
-
-  /** Engine output for the client: filtered, and sent in pieces when it grows large. */
-  readonly #onOutput = (bytes: Uint8Array): void => {
-    if (this.#cacheGate.active && !this.#cacheGate.pass(bytes)) return
-    this.#splitter.push(bytes)
-    if (this.#splitter.pendingBytes > FLUSH_BYTES) this.#flush()
   }
 
   /** Moves the multiplexer's cache epoch on after engine work that may change what SQL means. */
@@ -460,14 +446,8 @@ export class Session implements MuxClient {
     splitter.meaningMayChange = false
   }
 
-  /** Bytes of our own for the client, after the engine output before them. */
-  readonly #send = (bytes: Uint8Array): void => {
-    this.#flush()
-    if (this.#state !== 'closed') this.#transport.write(bytes)
-  }
-
   #engineFailed(err: unknown): never {
-    this.#flush()
+    this.#output.flush()
     if (err instanceof ProtocolError) this.#fatal('08P01', err.message)
     else this.#fatal('XX000', `the database failed: ${err instanceof Error ? err.message : String(err)}`)
     throw err
@@ -481,23 +461,9 @@ export class Session implements MuxClient {
 
   /** Its row of `pg_stat_activity` (MuxClient); `running`: its statement is the one the engine runs. */
   activity(running: boolean): ActivityRow {
-    return this.#activity.row({
-      pid: this.processId,
-      applicationName: this.#handshake.applicationName,
-      sql: this.#marks.activitySql,
-      status: this.#status,
-      inTransaction: this.#inTransaction,
-      running,
-      waiting: !running && this.#waits.active,
-      address: this.#transport.remoteAddress,
-      port: this.#transport.remotePort,
-    })
+    return this.#activity.row(this.#view, running, !running && this.#waits.active)
   }
 
-  #flush(): void {
-    const out = this.#splitter.take()
-    if (out && this.#state !== 'closed') this.#transport.write(out)
-  }
 
   #fatal(code: string, message: string): void {
     if (this.#state === 'closed') return
@@ -525,10 +491,7 @@ export class Session implements MuxClient {
     this.#close()
   }
 
-  /**
-   * Rolls back an open transaction, closes this client's prepared statements
-   * and LISTENs no one else needs, then releases the engine.
-   */
+  /** Gives the engine back as the departed client should leave it, once (cleanUp in cleanup.ts). */
   cleanup(): Promise<void> {
     this.#cleanedUp ??= this.#mux ? cleanUp(this.#mux, this.#view, this.#handshake.database) : Promise.resolve()
     return this.#cleanedUp
