@@ -388,7 +388,7 @@ async function makeSocketFolder(path: string): Promise<void> {
 }
 
 /**
- * The Transport's synchronous reads of `socket` (session.ts), where it has a
+ * The Transport's synchronous reads of `socket` (session/session-host.ts), where it has a
  * descriptor: only while Node holds nothing it read but did not deliver,
  * and never for a client in this thread (it could not send meanwhile).
  */
