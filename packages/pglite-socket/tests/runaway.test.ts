@@ -171,6 +171,62 @@ describe('new clients while a statement computes', () => {
       await looper.end().catch(() => {})
     }
   })
+
+  it('garbage at the door is refused or handed on, and the server and its clients go on once the statement ends', async () => {
+    const looper = new pg.Client({ connectionString: url })
+    looper.on('error', () => {})
+    await looper.connect()
+    try {
+      const loop = outcome(looper.query(`set statement_timeout = '2s'; do $$ begin loop end loop; end $$`))
+      await sleep(300)
+      const ssl = Buffer.alloc(8)
+      ssl.writeInt32BE(8, 0)
+      ssl.writeInt32BE(80877103, 4)
+      const oversized = Buffer.alloc(8)
+      oversized.writeInt32BE(1 << 20, 0)
+      oversized.writeInt32BE(196608, 4)
+      const attempts = [
+        // Random bytes: no packet at all.
+        [Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')],
+        // A length past any startup packet's.
+        [oversized, Buffer.alloc(64, 0x41)],
+        // Parameters without their terminating NULs.
+        [Buffer.concat([startupPacket({ user: 'postgres' }).subarray(0, 8), Buffer.alloc(15, 0x42)])],
+        // An SSLRequest, then garbage where the startup packet belongs.
+        [ssl, Buffer.alloc(32, 0xff)],
+        // A good startup packet with garbage frames right behind it, in one write.
+        [Buffer.concat([startupPacket({ user: 'postgres', database: 'postgres' }), Buffer.from([0x51, 0, 0, 0, 3, 0xde, 0xad])])],
+        // A replication connection, which only the server may refuse.
+        [startupPacket({ user: 'postgres', replication: 'database' })],
+      ].map((chunks) => rawExchange(port, chunks))
+      // The loop still holds the server's thread through all of it.
+      await sleep(300)
+      expect(await pending(loop)).toBe(true)
+      expect(await within(loop, 20_000, 'the loop, stopped by its statement_timeout')).toMatchObject({ code: '57014' })
+      const replies = await within(Promise.all(attempts.map((a) => a.closed)), 30_000, 'every garbage connection to be closed by the server')
+      // Each was answered with a FATAL (the SSLRequest with its 'N' first), as PostgreSQL answers them, never left hanging.
+      const fatal = (reply: Buffer): string => /C(\w{5})\0M([^\0]*)/.exec(reply.toString('latin1', reply.indexOf('SFATAL')))?.slice(1).join(' ') ?? reply.toString('latin1')
+      expect(replies.map(fatal)).toEqual([
+        '08P01 invalid startup packet length 1195725856',
+        '08P01 invalid startup packet length 1048576',
+        '08P01 invalid startup packet layout: expected terminator as last byte',
+        '08P01 invalid startup packet length -1',
+        '08P01 invalid message length 3',
+        '53300 number of requested standby connections exceeds max_wal_senders (currently 0)',
+      ])
+      expect(replies[3]![0]).toBe(0x4e /* N */)
+      // The good startup packet got in, then its garbage frame ended it.
+      expect(replies[4]!.includes(Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]))).toBe(true)
+      const after = new pg.Client({ connectionString: url })
+      after.on('error', () => {})
+      await after.connect()
+      expect((await after.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
+      await after.end()
+      expect((await looper.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await looper.end().catch(() => {})
+    }
+  })
 })
 
 /** Sends `chunks` on a raw connection to `port` (each in its own write); resolves with what came back once the server closed it. */
@@ -267,75 +323,6 @@ describe('new clients of a server with a password while a statement computes', (
       expect((await later.query('select 1 as one')).rows).toEqual([{ one: 1 }])
     } finally {
       await Promise.all([newcomer, later, looper].map((c) => c.end().catch(() => {})))
-    }
-  })
-})
-
-describe('garbage at the door while a statement computes', () => {
-  let cli: Cli
-  let url: string
-  let port: number
-
-  beforeAll(async () => {
-    ;({ cli, url } = await serveTable([]))
-    port = Number(new URL(url).port)
-  }, 120_000)
-
-  afterAll(() => cli?.kill())
-
-  it('is refused or handed on, and the server and its clients go on once the statement ends', async () => {
-    const looper = new pg.Client({ connectionString: url })
-    looper.on('error', () => {})
-    await looper.connect()
-    try {
-      const loop = outcome(looper.query(`set statement_timeout = '2s'; do $$ begin loop end loop; end $$`))
-      await sleep(300)
-      const ssl = Buffer.alloc(8)
-      ssl.writeInt32BE(8, 0)
-      ssl.writeInt32BE(80877103, 4)
-      const oversized = Buffer.alloc(8)
-      oversized.writeInt32BE(1 << 20, 0)
-      oversized.writeInt32BE(196608, 4)
-      const attempts = [
-        // Random bytes: no packet at all.
-        [Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')],
-        // A length past any startup packet's.
-        [oversized, Buffer.alloc(64, 0x41)],
-        // Parameters without their terminating NULs.
-        [Buffer.concat([startupPacket({ user: 'postgres' }).subarray(0, 8), Buffer.alloc(15, 0x42)])],
-        // An SSLRequest, then garbage where the startup packet belongs.
-        [ssl, Buffer.alloc(32, 0xff)],
-        // A good startup packet with garbage frames right behind it, in one write.
-        [Buffer.concat([startupPacket({ user: 'postgres', database: 'postgres' }), Buffer.from([0x51, 0, 0, 0, 3, 0xde, 0xad])])],
-        // A replication connection, which only the server may refuse.
-        [startupPacket({ user: 'postgres', replication: 'database' })],
-      ].map((chunks) => rawExchange(port, chunks))
-      // The loop still holds the server's thread through all of it.
-      await sleep(300)
-      expect(await pending(loop)).toBe(true)
-      expect(await within(loop, 20_000, 'the loop, stopped by its statement_timeout')).toMatchObject({ code: '57014' })
-      const replies = await within(Promise.all(attempts.map((a) => a.closed)), 30_000, 'every garbage connection to be closed by the server')
-      // Each was answered with a FATAL (the SSLRequest with its 'N' first), as PostgreSQL answers them, never left hanging.
-      const fatal = (reply: Buffer): string => /C(\w{5})\0M([^\0]*)/.exec(reply.toString('latin1', reply.indexOf('SFATAL')))?.slice(1).join(' ') ?? reply.toString('latin1')
-      expect(replies.map(fatal)).toEqual([
-        '08P01 invalid startup packet length 1195725856',
-        '08P01 invalid startup packet length 1048576',
-        '08P01 invalid startup packet layout: expected terminator as last byte',
-        '08P01 invalid startup packet length -1',
-        '08P01 invalid message length 3',
-        '53300 number of requested standby connections exceeds max_wal_senders (currently 0)',
-      ])
-      expect(replies[3]![0]).toBe(0x4e /* N */)
-      // The good startup packet got in, then its garbage frame ended it.
-      expect(replies[4]!.includes(Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]))).toBe(true)
-      const after = new pg.Client({ connectionString: url })
-      after.on('error', () => {})
-      await after.connect()
-      expect((await after.query('select count(*)::int as n from t')).rows).toEqual([{ n: 1000 }])
-      await after.end()
-      expect((await looper.query('select 1 as one')).rows).toEqual([{ one: 1 }])
-    } finally {
-      await looper.end().catch(() => {})
     }
   })
 })
