@@ -259,7 +259,7 @@ function confEntries(conf: PGliteOptions['postgresqlConf']): [string, string][] 
 }
 
 /** {@link startArgsFor} by where the database is stored: in memory, in a directory (sized by its relation files) or in IndexedDB. */
-export function startArgsForStorage(options: PGliteOptions, storage: 'memory' | 'directory' | 'idb', relationBytes?: number): string[] {
-  if (storage === 'idb' && !options.startParams) return [...startArgsFor(options, false), ...IDB_ARGS]
+export function startArgsForStorage(options: PGliteOptions, storage: 'memory' | 'directory' | 'journaled', relationBytes?: number): string[] {
+  if (storage === 'journaled' && !options.startParams) return [...startArgsFor(options, false), ...IDB_ARGS]
   return startArgsFor(options, storage !== 'directory', relationBytes)
 }

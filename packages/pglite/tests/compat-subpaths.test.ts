@@ -130,6 +130,7 @@ describe('TransactionAbortedError', () => {
         .catch((e: unknown) => e)
       expect(new TransactionAbortedError()).toBeInstanceOf(DatabaseError)
       expect(err).toBeInstanceOf(DatabaseError)
+      expect(err).toBeInstanceOf(TransactionAbortedError)
       expect((err as DatabaseError).code).toBe(new TransactionAbortedError().code)
     } finally {
       await db.close()

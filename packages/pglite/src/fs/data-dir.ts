@@ -5,7 +5,7 @@ export type DataDirSpec =
   | { readonly kind: 'memory' }
   | { readonly kind: 'node'; readonly path: string }
   /** A journaled in-memory database kept in IndexedDB (`idb://`) or in the origin private file system (`opfs-ahp://`). */
-  | { readonly kind: 'idb'; readonly name: string; readonly scheme: 'idb' | 'opfs-ahp' }
+  | { readonly kind: 'journaled'; readonly name: string; readonly scheme: 'idb' | 'opfs-ahp' }
 
 /**
  * `undefined`, `''` and `memory://...` are in memory; `file://path` and plain
@@ -24,12 +24,12 @@ export function parseDataDir(dataDir: unknown): DataDirSpec {
     if (typeof indexedDB === 'undefined') {
       throw new EngineError(`\`${dataDir}\` needs IndexedDB (a browser); in Node use a directory path or memory://`, { code: 'BAD_DATA_DIR' })
     }
-    return { kind: 'idb', name, scheme: 'idb' }
+    return { kind: 'journaled', name, scheme: 'idb' }
   }
   if (dataDir.startsWith('opfs-ahp://')) {
     const name = dataDir.slice('opfs-ahp://'.length)
     if (!name) throw new EngineError('`opfs-ahp://` needs a name, e.g. opfs-ahp://my-app', { code: 'BAD_DATA_DIR' })
-    return { kind: 'idb', name, scheme: 'opfs-ahp' }
+    return { kind: 'journaled', name, scheme: 'opfs-ahp' }
   }
   // A typo or a URL of another kind would otherwise become a folder named
   // `foo:` in the working directory. One letter is a Windows drive (`C://x`).
@@ -81,7 +81,7 @@ export function resolveDataDirOptions<O extends { dataDir?: string }>(dataDir: u
 
 function sameSpec(a: DataDirSpec, b: DataDirSpec): boolean {
   if (a.kind === 'memory') return b.kind === 'memory'
-  if (a.kind === 'idb') return b.kind === 'idb' && a.name === b.name && a.scheme === b.scheme
+  if (a.kind === 'journaled') return b.kind === 'journaled' && a.name === b.name && a.scheme === b.scheme
   return b.kind === 'node' && normalizePath(a.path) === normalizePath(b.path)
 }
 

@@ -27,7 +27,7 @@ import type { ContribExtension } from '../extensions/contrib-types.js'
 import { installContrib, withPreloadLibraries } from '../extensions/contrib.js'
 import { parseDataDir, type DirClaim } from '../fs/data-dir.js'
 import { readDataDirArchive, type DataDirArchive } from '../fs/dump.js'
-import type { IdbPersistence } from '../fs/idb-persistence.js'
+import type { JournaledStore } from '../fs/journaled-store.js'
 import { parseArrayTypes } from './array-types.js'
 
 /** The options the start path reads; a `PGliteOptions` is one (the option types are not named here: they name the PGlite class). */
@@ -54,7 +54,7 @@ export interface OpenRequest {
   /** Sets up the add-ons while the engine loads; returns the bundles they name, to install as contrib modules. */
   setUpAddOns(): Promise<readonly ContribExtension[]>
   /** Postgres' arguments for a database in memory, in a directory (sized by its relation files) or in IndexedDB. */
-  startArgs(storage: 'memory' | 'directory' | 'idb', relationBytes?: number): string[]
+  startArgs(storage: 'memory' | 'directory' | 'journaled', relationBytes?: number): string[]
   /** Claims a directory for the instance in this process (fs/data-dir.ts). */
   claimDir(path: string): Promise<DirClaim>
   readonly onLog: ((line: string) => void) | undefined
@@ -62,7 +62,7 @@ export interface OpenRequest {
 
 /** An `idb://` database's writer to IndexedDB; a new engine after a death gets a new one. */
 export interface StoreWriter {
-  current: IdbPersistence | undefined
+  current: JournaledStore | undefined
 }
 
 /** A started engine and what the instance keeps of how it started. */
@@ -136,9 +136,9 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   const archiveReading = opts.loadDataDir === undefined ? undefined : readDataDirArchive(opts.loadDataDir)
   // An idb:// database is read from IndexedDB while the engine compiles.
   const idbOpening =
-    spec.kind === 'idb'
-      ? import('../fs/idb-persistence.js').then(({ IdbPersistence }) =>
-          IdbPersistence.open(spec.name, {
+    spec.kind === 'journaled'
+      ? import('../fs/journaled-store.js').then(({ JournaledStore }) =>
+          JournaledStore.open(spec.name, {
             scheme: spec.scheme,
             relaxed: opts.relaxedDurability === true,
             engineVersion: assetsLoading.then((a) => a.engineVersion),
@@ -167,7 +167,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   let releaseDir: (() => Promise<void>) | undefined
   /** An idb:// database read again from IndexedDB, for a new engine after one died. */
   let reopenStore: (() => Promise<DataTree>) | undefined
-  if (spec.kind === 'idb') {
+  if (spec.kind === 'journaled') {
     const opened = await idbOpening!
     createdInStore = opened.created
     if (loadTree && !opened.created) {
@@ -185,8 +185,8 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
       const dead = writer.current
       writer.current = undefined
       await dead?.discard()
-      const { IdbPersistence } = await import('../fs/idb-persistence.js')
-      const again = await IdbPersistence.open(spec.name, {
+      const { JournaledStore } = await import('../fs/journaled-store.js')
+      const again = await JournaledStore.open(spec.name, {
         scheme: spec.scheme,
         relaxed: opts.relaxedDurability === true,
         engineVersion: assetsLoading.then((a) => a.engineVersion),
@@ -254,7 +254,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
         username,
         database,
         startArgs: withPreloadLibraries(
-          request.startArgs(spec.kind === 'idb' ? 'idb' : mount.kind === 'memory' ? 'memory' : 'directory', relationBytes),
+          request.startArgs(spec.kind === 'journaled' ? 'journaled' : mount.kind === 'memory' ? 'memory' : 'directory', relationBytes),
           contrib,
         ),
         initialMemory: opts.initialMemory,
@@ -304,7 +304,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
     throw err
   }
   // A database nothing ran in yet has the template's catalog: its array types may be known.
-  const fresh = !bootOnly && !loadTree && !opts.cloneOf && !restoredState && (spec.kind === 'memory' || (spec.kind === 'idb' && createdInStore))
+  const fresh = !bootOnly && !loadTree && !opts.cloneOf && !restoredState && (spec.kind === 'memory' || (spec.kind === 'journaled' && createdInStore))
   const known = fresh ? knownArrayTypes(assets, templateOptions) : savedArrayTypes
   return {
     backend,

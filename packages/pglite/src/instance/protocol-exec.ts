@@ -77,7 +77,7 @@ export class ProtocolExec {
           finish: () => this.#messageHandler.finish(),
         }
       : this.#messageHandler
-    execChecked(backend, message, handler, kind)
+    runRequest(backend, message, handler, kind)
     handler.finish()
     const failure = this.#messageHandler.takeFailure()
     if (failure !== undefined) {
@@ -141,7 +141,7 @@ export class ProtocolExec {
     if (this.#notify.hasListeners) {
       const handler = this.#rawNotify.arm(onData)
       try {
-        execChecked(backend, message, handler, kind)
+        runRequest(backend, message, handler, kind)
       } finally {
         const notifications: Notification[] | undefined = handler.notifications
         handler.finish()
@@ -150,7 +150,7 @@ export class ProtocolExec {
     } else {
       const handler = this.#raw.arm(onData)
       try {
-        execChecked(backend, message, handler, kind)
+        runRequest(backend, message, handler, kind)
       } finally {
         handler.finish()
       }
@@ -159,7 +159,7 @@ export class ProtocolExec {
 }
 
 /** Runs a request or, for a startup packet (first byte 0), the connection handshake. */
-function execChecked(backend: Backend, message: Uint8Array, handler: ProtocolHandler, kind: 'startup' | 'frames'): void {
+function runRequest(backend: Backend, message: Uint8Array, handler: ProtocolHandler, kind: 'startup' | 'frames'): void {
   if (kind === 'startup') backend.startup(message, handler)
   else backend.exec(message, handler)
 }

@@ -1,6 +1,7 @@
 /** `PGlite.transaction()` inside its turn: BEGIN, the handle its callback gets, COMMIT or ROLLBACK. */
 import type { Backend } from '../engine/backend.js'
-import { ClosedError, DatabaseError } from '../errors.js'
+import { ClosedError } from '../errors.js'
+import { TransactionAbortedError } from '../transaction-aborted-error.js'
 import type { ChannelListener } from '../notify.js'
 import { abortedError } from '../query/abort.js'
 import { ExecQueue } from '../query/queue.js'
@@ -66,10 +67,7 @@ export async function runTransaction<T>(
       closed = true
       const [commit] = runner.exec('COMMIT', undefined)
       if (commit?.command === 'ROLLBACK') {
-        throw new DatabaseError('the transaction was rolled back because a statement in it failed', {
-          code: '25P02',
-          severity: 'ERROR',
-        })
+        throw new TransactionAbortedError()
       }
     })
     return result

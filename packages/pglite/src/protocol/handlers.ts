@@ -2,9 +2,6 @@ import { FrameScanner, type FrameSink } from './frames.js'
 import { Backend } from './codes.js'
 import { readNotification, type Notification } from './messages.js'
 
-/** The exec modes of design.md "One exec, three handlers". */
-export type ExecMode = 'parsed' | 'raw' | 'raw-notify'
-
 /** What the engine's write callback forwards every chunk to during one exec. */
 export interface ProtocolHandler {
   /** `bytes` is a view into WASM memory, valid only during the call. */

@@ -17,14 +17,15 @@ interface JournalStore {
 }
 
 /**
- * Keeps an `idb://` database in IndexedDB: Postgres runs on MEMFS, a
+ * Keeps an `idb://` database in IndexedDB, or an `opfs-ahp://` one in the
+ * origin private file system (a {@link JournalStore} each): Postgres runs on MEMFS, a
  * journal records what each request changed, and `flush()` stores only
  * that. Default durability: a request's promise resolves after its changes
  * are committed to IndexedDB; `relaxed`: the write is queued and the
  * promise does not wait (a closed tab can lose the last commits, never
  * corrupt the database: chunks of one flush are stored in one transaction).
  */
-export class IdbPersistence {
+export class JournaledStore {
   readonly #store: JournalStore
   readonly #relaxed: boolean
   #journal: MemfsJournal | undefined
@@ -48,15 +49,15 @@ export class IdbPersistence {
   static async open(
     name: string,
     options: { relaxed: boolean; engineVersion: Promise<string>; create: () => Promise<DataTree>; scheme?: 'idb' | 'opfs-ahp' },
-  ): Promise<{ persistence: IdbPersistence; tree: DataTree; created: boolean }> {
+  ): Promise<{ persistence: JournaledStore; tree: DataTree; created: boolean }> {
     const store: JournalStore = options.scheme === 'opfs-ahp' ? await OpfsStore.open(name) : await IdbStore.open(name)
     try {
       const stored = await store.load()
-      if (stored) return { persistence: new IdbPersistence(store, options.relaxed), tree: stored, created: false }
+      if (stored) return { persistence: new JournaledStore(store, options.relaxed), tree: stored, created: false }
       const tree = await options.create()
       // Not awaited here: every flush waits for it, so no commit is reported stored before its base is.
       const base = options.engineVersion.then((version) => store.create(tree, version))
-      return { persistence: new IdbPersistence(store, options.relaxed, base), tree, created: true }
+      return { persistence: new JournaledStore(store, options.relaxed, base), tree, created: true }
     } catch (err) {
       store.close()
       throw err
