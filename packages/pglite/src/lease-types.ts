@@ -96,6 +96,12 @@ export interface EngineLease {
    */
   advisoryLockHolders(key: string): number[]
   /**
+   * The key of the advisory lock (`n`, or `a:b` for the two-integer form)
+   * an exec was last refused with 55P03 because another client holds it;
+   * each refusal is told once, undefined when there was none since.
+   */
+  takeRefusedLock(): string | undefined
+  /**
    * Requests the engine has run so far, by anyone: a count that only grows
    * (within one engine: compare with {@link restarts}). Equal at two leases,
    * nothing ran between them, so the session is as the first one left it.

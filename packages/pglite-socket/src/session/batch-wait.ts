@@ -65,9 +65,11 @@ export class BatchWait {
       return true
     }
     const chunks: Uint8Array[] = []
+    // A refusal left from an earlier batch is not this one's.
+    lease.takeRefusedLock()
     lease.execProtocolRawStream(message, (bytes) => chunks.push(bytes.slice()))
     const reply = concat(chunks)
-    const busy = busyLockKey(reply)
+    const busy = busyLockKey(reply, lease.takeRefusedLock())
     if (busy !== undefined) {
       this.#lockBusy = busy
       return false

@@ -12,8 +12,6 @@ import { Msg, forEachFrame, responseField } from '../wire/wire.js'
  * its deadlock report.
  */
 
-/** The engine's refusal names the key: one bigint, or two integers as `a:b`. */
-const BUSY_KEY = /^could not obtain advisory lock (-?\d+(?::-?\d+)?):/
 const LOCK_FUNCTION = /advisory_(xact_)?lock/i
 /**
  * Transaction control inside the string could commit part of it before the
@@ -35,21 +33,19 @@ export function mayWaitForAdvisoryLock(batch: Uint8Array): boolean {
 }
 
 /**
- * The key of the lock whose refusal `reply` (the whole answer to such a
- * Query) is, the session left idle; undefined for any other answer.
+ * `refused` (the key the engine last refused, `EngineLease.takeRefusedLock`)
+ * when `reply`, the whole answer to such a Query, is that refusal (55P03)
+ * with the session left idle; undefined for any other answer.
  */
-export function busyLockKey(reply: Uint8Array): string | undefined {
-  let key: string | undefined
+export function busyLockKey(reply: Uint8Array, refused: string | undefined): string | undefined {
+  if (refused === undefined) return undefined
+  let busy = false
   let idle = false
   forEachFrame(reply, (type, start, end) => {
-    if (type === Msg.ErrorResponse) {
-      const message = responseField(reply, start, end, 'M') ?? ''
-      key = responseField(reply, start, end, 'C') === '55P03' ? BUSY_KEY.exec(message)?.[1] : undefined
-    } else if (type === Msg.ReadyForQuery) {
-      idle = reply[start] === 0x49 /* I */
-    }
+    if (type === Msg.ErrorResponse) busy = responseField(reply, start, end, 'C') === '55P03'
+    else if (type === Msg.ReadyForQuery) idle = reply[start] === 0x49 /* I */
   })
-  return idle ? key : undefined
+  return busy && idle ? refused : undefined
 }
 
 /** A wait for an advisory lock that ended without it: PostgreSQL's error for why. */

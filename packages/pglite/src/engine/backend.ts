@@ -534,6 +534,14 @@ export class Backend {
     return this.#blank.clients.releases
   }
 
+  /** The key of the advisory lock last refused because another client holds it (55P03), once; undefined: none since. */
+  takeRefusedLock(): string | undefined {
+    const clients = this.#blank.clients
+    const key = clients.refusedLock
+    clients.refusedLock = undefined
+    return key
+  }
+
   /** The pids of the holders of session advisory lock `key` (client-functions.ts). */
   advisoryLockHolders(key: string): number[] {
     return this.#blank.clients.holders(key)

@@ -140,6 +140,8 @@ export class ClientFunctions {
   #terminations: number[] = []
   /** Counts the session advisory locks let go of, so a server can tell when a refused lock may be free. */
   releases = 0
+  /** The key of the last advisory lock refused because another client holds it (undefined once taken). */
+  refusedLock: string | undefined
 
   constructor(mod: PostgresModule, instance: WebAssembly.Instance, engine: WebAssembly.Module, guards: SessionGuards, known?: GuardRecords) {
     this.#mod = mod
@@ -345,6 +347,7 @@ export class ClientFunctions {
    * under `lock_timeout`, with the SQLSTATE of a lock not available.
    */
   #refuse(key: string): never {
+    this.refusedLock = key
     this.#guards.raise({
       code: '55P03',
       message: `could not obtain advisory lock ${key}: another client of this database holds it`,

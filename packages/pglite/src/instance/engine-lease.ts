@@ -91,6 +91,7 @@ export async function takeLease(host: LeaseHost): Promise<EngineLease> {
     },
     takeTerminations: () => backend.takeTerminations(),
     advisoryLockHolders: (key) => backend.advisoryLockHolders(key),
+    takeRefusedLock: () => backend.takeRefusedLock(),
     get requests() {
       return backend.requests
     },
