@@ -10,7 +10,7 @@ import type {
 } from '@prisma/driver-adapter-utils'
 import { PGlite } from '@pgwasm/pglite'
 import { toAdapterError } from './errors.js'
-import { ADAPTER_NAME, PGliteQueryable } from './queryable.js'
+import { ADAPTER_NAME, PGliteQueryable, type AdapterDatabase } from './queryable.js'
 import { PGliteTransaction } from './transaction.js'
 
 /** Options of {@link PrismaPGlite}. */
@@ -24,9 +24,9 @@ export interface PrismaPGliteOptions {
 }
 
 /** The database an adapter runs on: an instance, or a function returning the current one (see `TestDatabase`). */
-export type DatabaseSource = PGlite | (() => PGlite)
+export type DatabaseSource = AdapterDatabase | (() => AdapterDatabase)
 
-function resolver(source: DatabaseSource): () => PGlite {
+function resolver(source: DatabaseSource): () => AdapterDatabase {
   return typeof source === 'function' ? source : () => source
 }
 
@@ -36,7 +36,7 @@ function resolver(source: DatabaseSource): () => PGlite {
  * transactions hold the instance's queue (see {@link PGliteTransaction}).
  */
 export class PGliteAdapter extends PGliteQueryable implements SqlDriverAdapter {
-  readonly #db: () => PGlite
+  readonly #db: () => AdapterDatabase
   readonly #options: PrismaPGliteOptions
   readonly #onDispose: (() => Promise<void>) | undefined
 

@@ -3,12 +3,18 @@
  * adapter (the whole instance) and a transaction (the held session).
  */
 import type { SqlQuery, SqlQueryable, SqlResultSet } from '@prisma/driver-adapter-utils'
-import type { Parser, QueryOptions, Results } from '@pgwasm/pglite'
+import type { PGlite, Parser, QueryOptions, Results } from '@pgwasm/pglite'
 import { toAdapterError } from './errors.js'
 import { columnInfoOf, convertRows, prismaParsers, toParams } from './types.js'
 
 /** The package name, reported to Prisma as the adapter's name. */
 export const ADAPTER_NAME = '@pgwasm/pglite-prisma'
+
+/**
+ * What the adapter uses of a database: a `PGlite` has it, and so does any
+ * object with these members (the adapter needs no more of the class).
+ */
+export type AdapterDatabase = Pick<PGlite, 'query' | 'exec' | 'transaction' | 'parsers'>
 
 /** Something that runs one parameterized statement: a `PGlite` or a transaction of one. */
 export interface QueryTarget {

@@ -6,9 +6,9 @@
  */
 import type { IsolationLevel, Transaction, TransactionOptions } from '@prisma/driver-adapter-utils'
 import { DriverAdapterError } from '@prisma/driver-adapter-utils'
-import type { PGlite, Transaction as PGliteTx } from '@pgwasm/pglite'
+import type { Transaction as PGliteTx } from '@pgwasm/pglite'
 import { toAdapterError } from './errors.js'
-import { PGliteQueryable } from './queryable.js'
+import { PGliteQueryable, type AdapterDatabase } from './queryable.js'
 
 /** The isolation levels PostgreSQL has (SNAPSHOT is SQL Server's). */
 const ISOLATION_LEVELS: ReadonlySet<string> = new Set(['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'])
@@ -54,7 +54,7 @@ export class PGliteTransaction extends PGliteQueryable implements Transaction {
   readonly #done: () => Promise<void>
   #ended = false
 
-  private constructor(db: PGlite, tx: PGliteTx, finish: (outcome: Outcome) => void, done: () => Promise<void>) {
+  private constructor(db: AdapterDatabase, tx: PGliteTx, finish: (outcome: Outcome) => void, done: () => Promise<void>) {
     super(() => tx, () => db.parsers)
     this.#tx = tx
     this.#finish = finish
@@ -65,7 +65,7 @@ export class PGliteTransaction extends PGliteQueryable implements Transaction {
    * Begins a transaction on `db`; resolves once BEGIN (and the isolation
    * level) ran, that is once earlier queued calls finished.
    */
-  static begin(db: PGlite, isolationLevel: IsolationLevel | undefined): Promise<PGliteTransaction> {
+  static begin(db: AdapterDatabase, isolationLevel: IsolationLevel | undefined): Promise<PGliteTransaction> {
     if (isolationLevel !== undefined && !ISOLATION_LEVELS.has(isolationLevel)) {
       return Promise.reject(new DriverAdapterError({ kind: 'InvalidIsolationLevel', level: isolationLevel }))
     }
