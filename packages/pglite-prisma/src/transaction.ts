@@ -6,7 +6,7 @@
  */
 import type { IsolationLevel, Transaction, TransactionOptions } from '@prisma/driver-adapter-utils'
 import { DriverAdapterError } from '@prisma/driver-adapter-utils'
-import type { Transaction as PGliteTx } from '@pgwasm/pglite'
+import { quoteIdent, type Transaction as PGliteTx } from '@pgwasm/pglite'
 import { toAdapterError } from './errors.js'
 import { PGliteQueryable, type AdapterDatabase } from './queryable.js'
 
@@ -38,9 +38,7 @@ function releaseProcess(): void {
 }
 
 /** Savepoint names come from Prisma; quoting keeps any name a single identifier. */
-function savepointName(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
+const savepointName = quoteIdent
 
 /** An open transaction of {@link PGliteAdapter}; Prisma ends it with `commit()` or `rollback()`. */
 export class PGliteTransaction extends PGliteQueryable implements Transaction {

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises'
 import { AuthThrottle } from '../session/auth-throttle.js'
-import { PGlite, type PGliteOptions } from '@pgwasm/pglite'
+import { PGlite, quoteIdent, type PGliteOptions } from '@pgwasm/pglite'
 import type { AuthMethod } from '../session/auth.js'
 import { Multiplexer, type DoorFacts, type SocketDatabase } from '../pooler/multiplexer.js'
 import { CancelHelper } from './cancel-helper.js'
@@ -192,7 +192,7 @@ export class DatabaseHost implements SessionHost {
     if (!db.lockSessionUser) throw new Error('the role option needs a database with lockSessionUser() (a PGlite instance)')
     const { rows } = await db.query<{ exists: boolean }>('select exists (select 1 from pg_catalog.pg_roles where rolname = $1) as exists', [role])
     if (!rows[0]?.exists) {
-      const quoted = `"${role.replaceAll('"', '""')}"`
+      const quoted = quoteIdent(role)
       await db.query(`create role ${quoted} login`)
       await db.query(`grant all on schema public to ${quoted}`)
     }

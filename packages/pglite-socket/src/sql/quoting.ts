@@ -1,9 +1,7 @@
 /** SQL literals and identifiers built from values. */
 
-/** `name` as a quoted SQL identifier. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
+// One quoting of identifiers for the core and the server.
+export { quoteIdent } from '@pgwasm/pglite'
 
 /** `value` between dollar quotes whose tag (`base`, lengthened) it does not contain: a client's value can never end them. */
 export function dollarQuote(value: string, base = 'v'): string {

@@ -7,7 +7,7 @@
 import type { Backend } from '../engine/backend.js'
 import { EngineError } from '../engine/engine-error.js'
 import type { QueryRunner } from '../query/runner.js'
-import { quoteIdent } from './quote-ident.js'
+import { quoteIdent } from '../quote-ident.js'
 
 /** What a new start after a death needs of the instance. */
 export interface RestartHost {

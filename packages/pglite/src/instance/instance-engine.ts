@@ -22,7 +22,7 @@ import { takeLease } from './engine-lease.js'
 import { deathError, restartFailure, startAgain } from './engine-restart.js'
 import type { OpenedInstance } from './open-instance.js'
 import { ProtocolExec } from './protocol-exec.js'
-import { quoteIdent } from './quote-ident.js'
+import { quoteIdent } from '../quote-ident.js'
 
 /** What each engine's session is set up with, from the instance's options. */
 export interface SessionSettings {

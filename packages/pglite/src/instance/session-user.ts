@@ -2,7 +2,7 @@
 import type { Backend } from '../engine/backend.js'
 import { EngineError } from '../engine/engine-error.js'
 import type { QueryRunner } from '../query/runner.js'
-import { quoteIdent } from './quote-ident.js'
+import { quoteIdent } from '../quote-ident.js'
 
 export function lockSessionUser(backend: Backend, runner: QueryRunner, role: string): void {
   const locked = backend.lockedSessionUser

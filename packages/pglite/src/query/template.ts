@@ -3,6 +3,7 @@
  * `@electric-sql/pglite/template`: values become `$n` parameters; `sql`
  * fragments nest; `identifier` and `raw` splice text in.
  */
+import { quoteIdent } from '../quote-ident.js'
 
 // Registry symbols: the ESM and CJS builds (and `/template`) each carry a
 // copy of this module, and a fragment made by one must nest in another's.
@@ -69,7 +70,7 @@ export function raw(strings: TemplateStringsArray, ...values: unknown[]): SqlTex
 /** A quoted identifier (`"my ""table"""`), safe for any name. */
 export function identifier(strings: TemplateStringsArray, ...values: unknown[]): SqlText {
   const name = String.raw({ raw: strings }, ...values)
-  return { [TEXT]: true, text: `"${name.replace(/"/g, '""')}"` }
+  return { [TEXT]: true, text: quoteIdent(name) }
 }
 
 /** Turns a template into `{ query, params }` with `$1`, `$2`... placeholders. */

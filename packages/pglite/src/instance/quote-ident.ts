@@ -1,3 +1,0 @@
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
