@@ -7,7 +7,7 @@ import { killGroup } from '../src/harness.js'
 import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
-import { BROWSER_CASES, BROWSER_PATHS, FIREFOX_CASES, FIREFOX_PATHS, TAB_FAILOVER } from '../src/suites/browser.js'
+import { BROWSER_CASES, BROWSER_PATHS, FIREFOX_CASES, FIREFOX_PATHS, TAB_FAILOVER, WEBKIT_CASES, WEBKIT_PATHS } from '../src/suites/browser.js'
 import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
 import { OURS, OURS_BRIDGE_NODE, PRISMA_CASES, PRISMA_PATHS } from '../src/suites/prisma.js'
 import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
@@ -110,9 +110,14 @@ describe('pnpm bench at a tiny scale', () => {
     expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser'])
   })
 
-  it('browser: the Firefox store rows are present, measured or explained', () => {
+  it('browser: the Firefox and WebKit store rows are present, measured or explained', () => {
     const rows = rowsOf('browser')
-    for (const c of FIREFOX_CASES) for (const p of FIREFOX_PATHS) expect(rows.find((r) => r.case === c && r.path === p), `browser: ${c} | ${p}`).toBeDefined()
+    for (const [cases, paths] of [
+      [FIREFOX_CASES, FIREFOX_PATHS],
+      [WEBKIT_CASES, WEBKIT_PATHS],
+    ] as const) {
+      for (const c of cases) for (const p of paths) expect(rows.find((r) => r.case === c && r.path === p), `browser: ${c} | ${p}`).toBeDefined()
+    }
   })
 
   for (const suite of Object.keys(EXPECTED) as SuiteName[]) {

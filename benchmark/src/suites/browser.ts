@@ -8,6 +8,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { errorText, type SuiteRun } from '../harness.js'
 import { BENCH_DIR, CACHE_DIR } from '../paths.js'
 import type { BrowserBenchApi } from './browser-page.js'
+import { WebKitSession, callFirefoxPage, findFirefox, findWebKit, launchFirefox } from '@pgwasm/test-support/browsers'
 
 /**
  * pgwasm's browser build against PGlite's in Debian's headless Chromium:
@@ -21,7 +22,7 @@ import type { BrowserBenchApi } from './browser-page.js'
 export const OURS = 'pgwasm (browser build)'
 export const ANCHOR = 'PGlite'
 export const BROWSER_PATHS = [OURS, ANCHOR]
-/** The same libraries in Debian's Firefox ESR, for the store rows ({@link FIREFOX_CASES}). */
+/** The same libraries in Debian's Firefox ESR and WebKitGTK, for the store rows ({@link FIREFOX_CASES}, {@link WEBKIT_CASES}). */
 export const OURS_FIREFOX = `${OURS}, Firefox`
 export const ANCHOR_FIREFOX = `${ANCHOR}, Firefox`
 export const FIREFOX_PATHS = [OURS_FIREFOX, ANCHOR_FIREFOX]
@@ -47,8 +48,6 @@ const WORKER_STORES = [
   ['opfs-ahp', OPFS_WRITE, OPFS_REOPEN],
   ['idb', IDB_WORKER_WRITE, IDB_WORKER_REOPEN],
 ] as const
-/** The rows also measured in Firefox: the stores, as Chromium measures them. */
-export const FIREFOX_CASES = [IDB_FIRST, IDB_WRITE, IDB_REOPEN, OPFS_WRITE, OPFS_REOPEN]
 export const BROWSER_CASES = [
   CREATE_MEMORY,
   CREATE_MEMORY_LATER,
@@ -74,7 +73,6 @@ const FAILOVER_LIMIT_MS = 5_000
 const ISOLATION_HEADERS = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' }
 
 const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
-const FIREFOX = process.env.PGWASM_FIREFOX ?? '/usr/bin/firefox-esr'
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 const TYPES: Record<string, string> = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.data': 'application/octet-stream', '.gz': 'application/gzip' }
 
@@ -323,7 +321,7 @@ export async function run(s: SuiteRun): Promise<void> {
     ratio('browser: durable opfs-ahp:// insert + select through a worker, pgwasm / PGlite', OPFS_WRITE)
     ratio('browser: opfs-ahp:// reopen in a new worker, pgwasm / PGlite', OPFS_REOPEN)
     s.ratio('browser: opfs-ahp:// / idb:// insert + select through a worker, pgwasm', { case: OPFS_WRITE, path: OURS }, { case: IDB_WORKER_WRITE, path: OURS })
-    await firefoxRows(s, origin, impls, { coldSamples, writeOps })
+    await otherBrowserRows(s, origin, impls, { coldSamples, writeOps })
     s.notes.push(
       `Chromium: ${browser.version()}. Each round is a new browser context (cold HTTP cache, empty IndexedDB) per library; the libraries alternate.`,
       "Worker rows: each library's own worker API (pgwasm's PGliteWorker, PGlite's PGliteWorker) on an in-memory database in a module worker, against the same library on the page's thread, alternating; each sample is one block of 20 insert + select ops divided by 20, since Chromium's timer has 0.1 ms resolution without cross-origin isolation (single-op samples read 0.2 vs 0.5 ms where blocks show ~0.16 vs ~0.5). A worker op costs two postMessage round trips, ~0.05-0.1 ms each in this Chromium even for an empty reply. The cross-origin isolated rows run the same in a page served with COOP/COEP headers, where pgwasm's PGliteWorker sends calls through shared memory (a round trip ~0.03-0.04 ms here against 0.09-0.17 ms by postMessage).",
@@ -339,81 +337,150 @@ export async function run(s: SuiteRun): Promise<void> {
   }
 }
 
-/**
- * The store rows ({@link FIREFOX_CASES}) in Debian's Firefox ESR, driven over
- * WebDriver BiDi (puppeteer-core; Playwright drives only its own Firefox
- * build): each round a new browser context per library, the libraries
- * alternating, the same page code as in Chromium.
- */
-async function firefoxRows(s: SuiteRun, origin: string, impls: Impl[], { coldSamples, writeOps }: { coldSamples: number; writeOps: number }): Promise<void> {
-  const inFirefox = impls.map((impl) => ({ ...impl, label: impl.side === 'ours' ? OURS_FIREFOX : ANCHOR_FIREFOX }))
-  const mark = (status: 'skipped' | 'failed', reason: string, impl: Pick<Impl, 'label' | 'side'>) => {
-    for (const c of FIREFOX_CASES) if (s.wants(c)) s.mark({ case: c, path: impl.label, side: impl.side, unit: 'ms', status, reason })
-  }
-  if (!FIREFOX_CASES.some((c) => s.wants(c))) return
-  if (!existsSync(FIREFOX)) {
-    for (const impl of inFirefox) mark('skipped', `no Firefox at ${FIREFOX} (apt-get install firefox-esr, or set PGWASM_FIREFOX)`, impl)
-    return
-  }
-  const puppeteer = (await import('puppeteer-core')).default
-  const firefox = await puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true })
-  const samples = new Map<string, number[]>()
-  const failed = new Map<string, string>()
-  const push = (c: string, impl: Impl, values: number[]) => samples.set(`${c}|${impl.label}`, [...(samples.get(`${c}|${impl.label}`) ?? []), ...values])
-  type FirefoxPage = Awaited<ReturnType<typeof firefox.newPage>>
-  const callIn = <K extends keyof Api>(page: FirefoxPage, fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>> =>
-    page.evaluate(
-      (name, a) => (globalThis as unknown as { benchApi: Record<string, (...x: unknown[]) => unknown> }).benchApi[name]!(...a),
-      fn,
-      args as unknown[],
-    ) as Promise<Awaited<ReturnType<Api[K]>>>
-  try {
-    for (let round = 0; round < coldSamples; round++) {
-      for (const impl of round % 2 === 0 ? inFirefox : [...inFirefox].reverse()) {
-        if (failed.has(impl.label)) continue
-        const context = await firefox.createBrowserContext()
-        try {
-          s.progress(`Firefox round ${round + 1}/${coldSamples}: ${impl.label}`)
-          const page = await context.newPage()
-          await page.goto(origin + impl.page)
-          await page.waitForFunction(() => 'benchApi' in globalThis, { timeout: 60_000 })
-          push(IDB_FIRST, impl, [await callIn(page, 'openIdb', 'bench', false)])
-          push(IDB_WRITE, impl, await callIn(page, 'insertSelect', 'bench', 0, writeOps))
+/** One page of a browser beside Chromium, driven for the store rows. */
+interface StorePage {
+  call<K extends keyof Api>(fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>>
+  reload(): Promise<void>
+  close(): Promise<void>
+}
+
+/** Firefox or WebKit, as the store rows drive it. */
+interface StoreBrowser {
+  readonly name: string
+  readonly version: string
+  /** The store rows it measures: idb:// on the page, then a store through a worker (its scheme and rows). */
+  readonly worker: readonly [scheme: string, write: string, reopen: string]
+  /** A fresh page at `url` (a new browser context where the browser has them). */
+  page(url: string): Promise<StorePage>
+  close(): Promise<void>
+}
+
+async function firefox(): Promise<StoreBrowser> {
+  const browser = await launchFirefox()
+  const version = await browser.version()
+  return {
+    name: 'Firefox',
+    version: `${version}, over WebDriver BiDi (puppeteer-core)`,
+    worker: ['opfs-ahp', OPFS_WRITE, OPFS_REOPEN],
+    async page(url) {
+      const context = await browser.createBrowserContext()
+      const page = await context.newPage()
+      const ready = () => page.waitForFunction(() => 'benchApi' in globalThis, { timeout: 60_000 })
+      await page.goto(url)
+      await ready()
+      return {
+        call: (fn, ...args) => callFirefoxPage(page, 'benchApi', fn, args),
+        reload: async () => {
           await page.reload()
-          await page.waitForFunction(() => 'benchApi' in globalThis, { timeout: 60_000 })
-          push(IDB_REOPEN, impl, [await callIn(page, 'openIdb', 'bench', false)])
-          const rows = await callIn(page, 'count', 'bench')
-          if (rows !== writeOps) throw new Error(`after the reload idb://bench has ${rows} rows, ${writeOps} were committed`)
-          await callIn(page, 'close', 'bench')
-          const store = await callIn(page, 'workerStore', impl.worker, `opfs-ahp://store-${round}`, writeOps)
-          push(OPFS_WRITE, impl, store.ops)
-          push(OPFS_REOPEN, impl, [store.reopenMs])
-        } catch (err) {
-          failed.set(impl.label, errorText(err))
-        } finally {
-          await context.close()
+          await ready()
+        },
+        close: () => context.close(),
+      }
+    },
+    close: () => browser.close(),
+  }
+}
+
+async function webkit(): Promise<StoreBrowser> {
+  const session = await WebKitSession.start()
+  return {
+    name: 'WebKit',
+    version: 'WebKitGTK MiniBrowser over WebDriver (WebKitWebDriver, Xvfb); it has no origin private file system, so its worker rows are idb://',
+    worker: ['idb', IDB_WORKER_WRITE, IDB_WORKER_REOPEN],
+    async page(url) {
+      await session.open(url, 'benchApi')
+      return {
+        call: (fn, ...args) => session.call('benchApi', fn, args),
+        reload: () => session.open(url, 'benchApi'),
+        close: async () => {},
+      }
+    },
+    close: () => session.close(),
+  }
+}
+
+/** The store rows measured beside Chromium: Firefox's, with opfs-ahp:// through a worker. */
+export const FIREFOX_CASES = [IDB_FIRST, IDB_WRITE, IDB_REOPEN, OPFS_WRITE, OPFS_REOPEN]
+/** WebKit's: WebKitGTK has no origin private file system, so its worker rows are idb://. */
+export const WEBKIT_CASES = [IDB_FIRST, IDB_WRITE, IDB_REOPEN, IDB_WORKER_WRITE, IDB_WORKER_REOPEN]
+export const OURS_WEBKIT = `${OURS}, WebKit`
+export const ANCHOR_WEBKIT = `${ANCHOR}, WebKit`
+export const WEBKIT_PATHS = [OURS_WEBKIT, ANCHOR_WEBKIT]
+
+/**
+ * The store rows in Debian's Firefox ESR and WebKitGTK, beside PGlite in the
+ * same browser: each round a fresh page per library (a new browser context
+ * in Firefox; new database names in WebKit, whose driver has one), the
+ * libraries alternating, the same page code as in Chromium.
+ */
+async function otherBrowserRows(s: SuiteRun, origin: string, impls: Impl[], { coldSamples, writeOps }: { coldSamples: number; writeOps: number }): Promise<void> {
+  const browsers = [
+    { name: 'Firefox', cases: FIREFOX_CASES, ours: OURS_FIREFOX, anchor: ANCHOR_FIREFOX, installed: findFirefox() !== undefined, start: firefox, missing: 'apt-get install firefox-esr, or set PGWASM_FIREFOX' },
+    { name: 'WebKit', cases: WEBKIT_CASES, ours: OURS_WEBKIT, anchor: ANCHOR_WEBKIT, installed: findWebKit() !== undefined, start: webkit, missing: 'apt-get install webkit2gtk-driver xvfb' },
+  ]
+  for (const b of browsers) {
+    const labelled = impls.map((impl) => ({ ...impl, label: impl.side === 'ours' ? b.ours : b.anchor }))
+    const wanted = b.cases.filter((c) => s.wants(c))
+    if (wanted.length === 0) continue
+    const mark = (status: 'skipped' | 'failed', reason: string, impl: Pick<Impl, 'label' | 'side'>) => {
+      for (const c of wanted) s.mark({ case: c, path: impl.label, side: impl.side, unit: 'ms', status, reason })
+    }
+    if (!b.installed) {
+      for (const impl of labelled) mark('skipped', `no ${b.name} (${b.missing})`, impl)
+      continue
+    }
+    let browser: StoreBrowser | undefined
+    const samples = new Map<string, number[]>()
+    const failed = new Map<string, string>()
+    const push = (c: string, impl: Impl, values: number[]) => samples.set(`${c}|${impl.label}`, [...(samples.get(`${c}|${impl.label}`) ?? []), ...values])
+    try {
+      browser = await b.start()
+      const [scheme, workerWrite, workerReopen] = browser.worker
+      for (let round = 0; round < coldSamples; round++) {
+        for (const impl of round % 2 === 0 ? labelled : [...labelled].reverse()) {
+          if (failed.has(impl.label)) continue
+          s.progress(`${b.name} round ${round + 1}/${coldSamples}: ${impl.label}`)
+          const page = await browser.page(origin + impl.page)
+          try {
+            const db = `bench-${impl.side}-${round}`
+            push(IDB_FIRST, impl, [await page.call('openIdb', db, false)])
+            push(IDB_WRITE, impl, await page.call('insertSelect', db, 0, writeOps))
+            await page.reload()
+            push(IDB_REOPEN, impl, [await page.call('openIdb', db, false)])
+            const rows = await page.call('count', db)
+            if (rows !== writeOps) throw new Error(`after the reload idb://${db} has ${rows} rows, ${writeOps} were committed`)
+            await page.call('close', db)
+            const store = await page.call('workerStore', impl.worker, `${scheme}://store-${impl.side}-${round}`, writeOps)
+            push(workerWrite, impl, store.ops)
+            push(workerReopen, impl, [store.reopenMs])
+          } catch (err) {
+            failed.set(impl.label, errorText(err))
+          } finally {
+            await page.close()
+          }
         }
       }
-    }
-    for (const impl of inFirefox) {
-      const reason = failed.get(impl.label)
-      if (reason !== undefined) {
-        mark('failed', reason, impl)
-        continue
+      for (const impl of labelled) {
+        const reason = failed.get(impl.label)
+        if (reason !== undefined) {
+          mark('failed', reason, impl)
+          continue
+        }
+        for (const c of wanted) {
+          s.add({ case: c, path: impl.label, side: impl.side, unit: 'ms', samples: samples.get(`${c}|${impl.label}`) ?? [], ...(impl.side === 'anchor' ? { vs: b.ours } : {}) })
+        }
       }
-      for (const c of FIREFOX_CASES) {
-        if (!s.wants(c)) continue
-        s.add({ case: c, path: impl.label, side: impl.side, unit: 'ms', samples: samples.get(`${c}|${impl.label}`) ?? [], ...(impl.side === 'anchor' ? { vs: OURS_FIREFOX } : {}) })
-      }
+      const ratio = (what: string, c: string) => s.ratio(`browser, ${b.name}: ${what}, pgwasm / PGlite`, { case: c, path: b.ours }, { case: c, path: b.anchor })
+      ratio('durable idb insert+select', IDB_WRITE)
+      ratio('idb reopen after reload', IDB_REOPEN)
+      ratio('first idb create', IDB_FIRST)
+      ratio(`durable ${scheme}:// insert + select through a worker`, workerWrite)
+      ratio(`${scheme}:// reopen in a new worker`, workerReopen)
+      s.notes.push(`${b.name}: ${browser.version}; the store rows only, each round a fresh page per library.`)
+    } catch (err) {
+      for (const impl of labelled) mark('failed', errorText(err), impl)
+    } finally {
+      await browser?.close()
     }
-    const ratio = (name: string, c: string) => s.ratio(name, { case: c, path: OURS_FIREFOX }, { case: c, path: ANCHOR_FIREFOX })
-    ratio('browser, Firefox: durable idb insert+select, pgwasm / PGlite', IDB_WRITE)
-    ratio('browser, Firefox: idb reopen after reload, pgwasm / PGlite', IDB_REOPEN)
-    ratio('browser, Firefox: first idb create, pgwasm / PGlite', IDB_FIRST)
-    ratio('browser, Firefox: durable opfs-ahp:// insert + select through a worker, pgwasm / PGlite', OPFS_WRITE)
-    ratio('browser, Firefox: opfs-ahp:// reopen in a new worker, pgwasm / PGlite', OPFS_REOPEN)
-    s.notes.push(`Firefox: ${await firefox.version()}, over WebDriver BiDi (puppeteer-core); the store rows only, each round a new browser context per library.`)
-  } finally {
-    await firefox.close()
   }
 }

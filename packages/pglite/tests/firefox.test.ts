@@ -2,7 +2,7 @@ import type { Browser, Page } from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
-import { callFirefoxPage, launchFirefox, openFirefoxPage } from './fixtures/firefox.js'
+import { callFirefoxPage, launchFirefox, openFirefoxPage } from '@pgwasm/test-support/browsers'
 import { eventually, serveTestPages } from './fixtures/test-pages.js'
 
 /**

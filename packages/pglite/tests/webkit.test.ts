@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
 import { eventually, serveTestPages } from './fixtures/test-pages.js'
-import { WebKitSession } from './fixtures/webkit.js'
+import { WebKitSession } from '@pgwasm/test-support/browsers'
 
 /**
  * The browser build in WebKit: Debian's WebKitGTK MiniBrowser over
