@@ -172,20 +172,26 @@ export class UtilityHook {
   /** Registers the hook function and puts it in place; call once per module, before Postgres starts. */
   install(): void {
     this.#hook = this.#mod.addFunction((pstmt: number, query: number, readOnly: number, context: number, params: number, env: number, dest: number, qc: number) => {
-      this.#count(pstmt)
-      const check = this.#check
-      if (check) this.#decide(check, pstmt, context)
-      const names = this.#names
-      if (names) {
-        const renamed = this.#renamed(names, pstmt, readOnly !== 0)
-        if (renamed !== pstmt) {
-          pstmt = renamed
-          readOnly = 0
+      // The statement and its command tag, read once for everything below.
+      const node = new DataView(this.#mod.HEAPU8.buffer).getUint32(pstmt + PLANNED_UTILITY_STMT, true)
+      const tag = node === 0 ? -1 : this.#ex.CreateCommandTag!(node)
+      if (node !== 0) {
+        this.#count(node, tag)
+        const check = this.#check
+        if (check) this.#decide(check, node, tag, context)
+        const names = this.#names
+        if (names) {
+          const renamed = this.#renamed(names, pstmt, node, tag, readOnly !== 0)
+          if (renamed !== pstmt) {
+            pstmt = renamed
+            readOnly = 0
+          }
         }
       }
       const next = this.#previous === 0 ? this.#ex.standard_ProcessUtility! : (this.#table.get(this.#previous) as Fn)
       next(pstmt, query, readOnly, context, params, env, dest, qc)
-      this.#checkFunctions(pstmt)
+      // A CREATE FUNCTION is never renamed: `node` is the tree that ran.
+      if (tag === this.#tags.createFunction || tag === this.#tags.createProcedure) this.#checkFunctions(node)
       return 0
     }, 'viiiiiiii')
     this.callbacks.push(this.#hook)
@@ -193,7 +199,14 @@ export class UtilityHook {
     try {
       const tag = (name: string): number => this.#ex.GetCommandTagEnum!(this.#mod.stringToUTF8OnStack(name))
       this.#unchanged = new Set(CATALOG_UNCHANGED.map(tag))
-      this.#tags = { begin: tag('BEGIN'), start: tag('START TRANSACTION'), set: tag('SET'), reset: tag('RESET'), commit: tag('COMMIT'), rollback: tag('ROLLBACK'), prepareTransaction: tag('PREPARE TRANSACTION'),
+      this.#tags = {
+        begin: tag('BEGIN'),
+        start: tag('START TRANSACTION'),
+        set: tag('SET'),
+        reset: tag('RESET'),
+        commit: tag('COMMIT'),
+        rollback: tag('ROLLBACK'),
+        prepareTransaction: tag('PREPARE TRANSACTION'),
         createFunction: tag('CREATE FUNCTION'),
         createProcedure: tag('CREATE PROCEDURE'),
         prepare: tag('PREPARE'),
@@ -261,12 +274,10 @@ export class UtilityHook {
    * keeps (`readOnly`: a cached plan, SPI's) is copied first, as
    * Postgres's own utility code copies before it changes one.
    */
-  #renamed(names: StatementNames, pstmt: number, readOnly: boolean): number {
+  #renamed(names: StatementNames, pstmt: number, statement: number, tag: number, readOnly: boolean): number {
     const ex = this.#ex
-    const at = (stmt: number): number => {
-      const node = new DataView(this.#mod.HEAPU8.buffer).getUint32(stmt + PLANNED_UTILITY_STMT, true)
-      if (node === 0) return 0
-      const tag = ex.CreateCommandTag!(node)
+    /** Where the name is in `node` (the statement, of tag `tag`), or 0. */
+    const at = (node: number): number => {
       if (tag === this.#tags.prepare || tag === this.#tags.execute || tag === this.#tags.deallocate) return node
       if (tag !== this.#tags.explain && tag !== this.#tags.createTableAs) return 0
       // ExplainStmt.query and CreateTableAsStmt.query are the first field after the tag: parse
@@ -277,7 +288,7 @@ export class UtilityHook {
       const execute = view.getUint32(query + QUERY_UTILITY_STMT, true)
       return execute !== 0 && this.#text(execute).startsWith('{EXECUTESTMT') ? execute : 0
     }
-    let node = at(pstmt)
+    let node = at(statement)
     if (node === 0) return pstmt
     const nameAt = new DataView(this.#mod.HEAPU8.buffer).getUint32(node + 4, true)
     // DEALLOCATE ALL names none.
@@ -287,7 +298,7 @@ export class UtilityHook {
     if (given === name) return pstmt
     if (readOnly) {
       pstmt = ex.copyObjectImpl!(pstmt)
-      node = at(pstmt)
+      node = at(new DataView(this.#mod.HEAPU8.buffer).getUint32(pstmt + PLANNED_UTILITY_STMT, true))
     }
     const sp = this.#mod.stackSave()
     try {
@@ -307,11 +318,8 @@ export class UtilityHook {
   }
 
   /** Counts the statement in {@link catalogChanges} when it may change what prepared statements refer to. */
-  #count(pstmt: number): void {
+  #count(node: number, tag: number): void {
     const view = new DataView(this.#mod.HEAPU8.buffer)
-    const node = view.getUint32(pstmt + PLANNED_UTILITY_STMT, true)
-    if (node === 0) return
-    const tag = this.#ex.CreateCommandTag!(node)
     const tags = this.#tags
     // What ran before a transaction block was committed on its own.
     if (tag === tags.begin || tag === tags.start) this.#changedInTransaction = false
@@ -334,22 +342,16 @@ export class UtilityHook {
   }
 
   /** A function of the internal or C language, refused unless stored as the function it names (function-storage.ts). */
-  #checkFunctions(pstmt: number): void {
-    const node = new DataView(this.#mod.HEAPU8.buffer).getUint32(pstmt + PLANNED_UTILITY_STMT, true)
-    if (node === 0) return
-    const tag = this.#ex.CreateCommandTag!(node)
-    if (tag !== this.#tags.createFunction && tag !== this.#tags.createProcedure) return
+  #checkFunctions(node: number): void {
     if (!namesUnsafeLanguage(this.#text(node))) return
     const refusal = unsafeFunctionRefusal(this.#mod, this.#ex)
     if (refusal) this.#guards.raise(refusal)
   }
 
-  #decide(check: UtilityCheck, pstmt: number, context: number): void {
+  #decide(check: UtilityCheck, node: number, tagEnum: number, context: number): void {
     const mod = this.#mod
     const view = new DataView(mod.HEAPU8.buffer)
-    const node = view.getUint32(pstmt + PLANNED_UTILITY_STMT, true)
-    if (node === 0) return
-    const tag = mod.UTF8ToString(this.#ex.GetCommandTagName!(this.#ex.CreateCommandTag!(node)))
+    const tag = mod.UTF8ToString(this.#ex.GetCommandTagName!(tagEnum))
     const topLevel = context === TOPLEVEL
     const statements: UtilityStatement[] = []
     if (NAME_FIRST.has(tag)) {
