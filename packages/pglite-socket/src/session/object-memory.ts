@@ -81,18 +81,11 @@ export class LeaseObjectMemory {
   #lease: EngineLease | undefined
 
   /** The utility rules' objectMade: asked while this client's batch runs on the engine, and only then. */
-  readonly made = (): UtilityRefusal | undefined => {
-    const held = this.#lease?.memoryShare()
-    if (held === undefined) return undefined
-    const refusal = this.#memory.refusal(held)
-    if (!refusal) this.#memory.measureFrom(held)
-    return refusal
-  }
+  readonly made = (): UtilityRefusal | undefined => (this.#lease ? this.#measure(this.#lease, true) : undefined)
 
   /** The utility rules' objectDropped. */
   readonly dropped = (): void => {
-    const held = this.#lease?.memoryShare()
-    if (held !== undefined) this.#memory.measureFrom(held)
+    if (this.#lease) this.#measure(this.#lease, false)
   }
 
   /**
@@ -100,9 +93,13 @@ export class LeaseObjectMemory {
    * an object (`closes`): its refusal, or undefined with the batch measured.
    */
   admit(lease: EngineLease, names: boolean, closes: boolean): UtilityRefusal | undefined {
-    if (!names && !closes) return undefined
+    return names || closes ? this.#measure(lease, names) : undefined
+  }
+
+  /** The refusal of a new object (`makes`), or undefined with what runs from now measured. */
+  #measure(lease: EngineLease, makes: boolean): UtilityRefusal | undefined {
     const held = lease.memoryShare()
-    const refusal = names ? this.#memory.refusal(held) : undefined
+    const refusal = makes ? this.#memory.refusal(held) : undefined
     if (!refusal) this.#memory.measureFrom(held)
     return refusal
   }
