@@ -1,6 +1,7 @@
+import * as crypto from 'node:crypto'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { assumedReported } from '../pooler/reported-settings.js'
-import { Authenticator } from './auth.js'
+import { passwordExchange, type PasswordExchange } from './password-exchange.js'
 import type { ClientReports } from './client-reports.js'
 import { isTerminate } from './frame-edits.js'
 import type { SessionHost, Transport } from './session-host.js'
@@ -45,7 +46,7 @@ export class Handshake {
   #user = 'postgres'
   #applicationName = ''
   #database = 'postgres'
-  #auth: Authenticator | undefined
+  #auth: PasswordExchange | undefined
   /** This connection's password attempt took its turn with the throttle. */
   #throttled = false
   #authTimer: ReturnType<typeof setTimeout> | undefined
@@ -106,7 +107,7 @@ export class Handshake {
         if (host.server.password !== undefined) {
           this.#takeStartup(request)
           // Nothing that costs the server (an instance for a new database name) before the password.
-          this.#auth = new Authenticator(host.server.authMethod, host.server.password, this.#user)
+          this.#auth = passwordExchange(crypto, host.server.authMethod, host.server.password, this.#user)
           host.enter('auth')
           host.transport.write(this.#auth.begin())
           return true
