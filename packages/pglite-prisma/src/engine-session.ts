@@ -12,9 +12,9 @@ import type {
   Transaction,
 } from '@prisma/driver-adapter-utils'
 import { DatabaseError, PGlite, type Transaction as PGliteTx } from '@pgwasm/pglite'
+import { splitStatements } from '@pgwasm/pglite/sql'
 import { toAdapterError } from './errors.js'
 import { ADAPTER_NAME, PGliteQueryable, type QueryTarget } from './queryable.js'
-import { statementAt, splitStatements } from './sql-split.js'
 
 /** A script that failed inside the held transaction: the error and the statement it came from. */
 interface ScriptFailure {
@@ -98,8 +98,9 @@ export class HeldSession {
    */
   async #failingStatement(script: string, error: DatabaseError, savepoint: string): Promise<string | undefined> {
     const position = error.position ? Number.parseInt(error.position, 10) - 1 : NaN
-    if (Number.isFinite(position)) return statementAt(script, position)?.text
-    const statements = splitStatements(script)
+    const statements = splitStatements(script).map(({ start, end }) => ({ text: script.slice(start, end), end }))
+    // A position in the blanks or comments between two statements belongs to the next one.
+    if (Number.isFinite(position)) return statements.find((s) => position < s.end)?.text
     if (statements.length === 1) return statements[0]!.text
     const target = this.target
     let failing: string | undefined

@@ -10,6 +10,8 @@ const workDir = join(here, '.readme-examples')
 const entry = pathToFileURL(join(here, '..', 'src', 'index.ts')).href
 const liveEntry = pathToFileURL(join(here, '..', 'src', 'live.ts')).href
 const contribEntry = pathToFileURL(join(here, '..', 'src', 'contrib.ts')).href
+const protocolEntry = pathToFileURL(join(here, '..', 'src', 'protocol.ts')).href
+const sqlEntry = pathToFileURL(join(here, '..', 'src', 'sql.ts')).href
 
 function expectedOutputs(code: string): unknown[] {
   return [...code.matchAll(/console\.log\(.*\/\/ → (.*)$/gm)].map((m) => JSON.parse(m[1]!))
@@ -32,7 +34,9 @@ describe('README examples', () => {
         code
           .replaceAll(`from '@pgwasm/pglite'`, `from '${entry}'`)
           .replaceAll(`from '@pgwasm/pglite/live'`, `from '${liveEntry}'`)
-          .replaceAll(`from '@pgwasm/pglite/contrib'`, `from '${contribEntry}'`),
+          .replaceAll(`from '@pgwasm/pglite/contrib'`, `from '${contribEntry}'`)
+          .replaceAll(`from '@pgwasm/pglite/protocol'`, `from '${protocolEntry}'`)
+          .replaceAll(`from '@pgwasm/pglite/sql'`, `from '${sqlEntry}'`),
       )
       const printed: unknown[] = []
       const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {

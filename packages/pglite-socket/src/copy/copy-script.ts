@@ -1,17 +1,6 @@
-import type { SqlStatement } from '../sql/sql-split.js'
-import { transactionControl, type TransactionControl } from '../sql/sql-split.js'
-import {
-  Msg,
-  concat,
-  copyFail,
-  forEachFrame,
-  frame,
-  parseUnnamed,
-  queryMessage,
-  readyForQuery,
-  responseField,
-  statusLetter,
-} from '../wire/wire.js'
+import { Backend, Frontend, TxStatus } from '@pgwasm/pglite/protocol'
+import { transactionControl, type SqlStatement, type TransactionControl } from '@pgwasm/pglite/sql'
+import { SYNC, concat, copyFail, forEachFrame, parseUnnamed, queryMessage, readyForQuery, responseField, statusLetter } from '../wire/wire.js'
 
 /** The engine as one step of a script sees it, with the lease held. */
 export interface ScriptEngine {
@@ -39,12 +28,6 @@ export interface StepResult {
   readonly status: number
 }
 
-const enum Status {
-  Idle = 0x49 /* I */,
-  InBlock = 0x54 /* T */,
-  Failed = 0x45 /* E */,
-}
-
 /**
  * Where the session stands between two statements of the query string, as
  * Postgres's `exec_simple_query` would: in no block, in the implicit block
@@ -52,7 +35,6 @@ const enum Status {
  */
 type Block = 'none' | 'implicit' | 'explicit'
 
-const SYNC = frame(Msg.Sync, new Uint8Array(0))
 const PROBE_SAVEPOINT = 'pgwasm_copy_probe'
 const SAVE = queryMessage(`SAVEPOINT ${PROBE_SAVEPOINT}`)
 const RESTORE = queryMessage(`ROLLBACK TO SAVEPOINT ${PROBE_SAVEPOINT}; RELEASE SAVEPOINT ${PROBE_SAVEPOINT}`)
@@ -100,7 +82,7 @@ export class CopyInScript {
     this.#statements = statements
     this.#multi = statements.length > 1
     this.#status = status
-    this.#block = status === Status.Idle ? 'none' : 'explicit'
+    this.#block = status === TxStatus.Idle ? 'none' : 'explicit'
   }
 
   /** Whether a CopyInResponse was sent and the client's data is awaited. */
@@ -173,7 +155,7 @@ export class CopyInScript {
       this.#status = result.status
       if (result.failed) return this.#fail(engine)
       // PREPARE TRANSACTION ends a block without being transaction control here.
-      if (result.status === Status.Idle) this.#block = 'none'
+      if (result.status === TxStatus.Idle) this.#block = 'none'
     }
     if (this.#block === 'implicit') {
       const result = this.#ours(engine, COMMIT, true)
@@ -210,10 +192,10 @@ export class CopyInScript {
   #askForData(engine: ScriptEngine, copy: SqlStatement): boolean {
     this.#openImplicitBlock(engine)
     const message = this.#piece(copy, copy)
-    if (this.#status !== Status.Failed) {
-      const inBlock = this.#status === Status.InBlock
+    if (this.#status !== TxStatus.Failed) {
+      const inBlock = this.#status === TxStatus.InBlock
       const output = engine.collect(inBlock ? concat([SAVE, message, PROBE_FAIL, RESTORE]) : concat([message, PROBE_FAIL]))
-      const copyIn = findFrame(output, Msg.CopyInResponse)
+      const copyIn = findFrame(output, Backend.CopyInResponse)
       if (copyIn) {
         engine.write(copyIn)
         this.#waiting = copy
@@ -236,10 +218,10 @@ export class CopyInScript {
         const output = engine.collect(message)
         let failed = false
         forEachFrame(output, (type, start, end) => {
-          if (type === Msg.ReadyForQuery) this.#status = output[start]!
-          else if (type === Msg.NoticeResponse && responseField(output, start, end, 'C') === ACTIVE_TRANSACTION) return
+          if (type === Backend.ReadyForQuery) this.#status = output[start]!
+          else if (type === Backend.NoticeResponse && responseField(output, start, end, 'C') === ACTIVE_TRANSACTION) return
           else {
-            if (type === Msg.ErrorResponse) failed = true
+            if (type === Backend.ErrorResponse) failed = true
             engine.write(output.subarray(start - 5, end))
           }
         })
@@ -256,7 +238,7 @@ export class CopyInScript {
     }
     const result = engine.forward(message, false, false)
     this.#status = result.status
-    this.#block = result.status === Status.Idle ? 'none' : 'explicit'
+    this.#block = result.status === TxStatus.Idle ? 'none' : 'explicit'
     return !result.failed
   }
 
@@ -269,9 +251,9 @@ export class CopyInScript {
     const output = engine.collect(message)
     let failed = false
     forEachFrame(output, (type, start, end) => {
-      if (type === Msg.ReadyForQuery) this.#status = output[start]!
-      else if (type === Msg.ErrorResponse) failed = true
-      if (keepOutput && type !== Msg.ReadyForQuery && type !== Msg.CommandComplete && type !== Msg.Notification) {
+      if (type === Backend.ReadyForQuery) this.#status = output[start]!
+      else if (type === Backend.ErrorResponse) failed = true
+      if (keepOutput && type !== Backend.ReadyForQuery && type !== Backend.CommandComplete && type !== Backend.NotificationResponse) {
         engine.write(output.subarray(start - 5, end))
       }
     })
@@ -282,7 +264,7 @@ export class CopyInScript {
   #fail(engine: ScriptEngine): boolean {
     this.#next = this.#statements.length
     if (this.#block === 'implicit') this.#ours(engine, ROLLBACK, false)
-    this.#block = this.#status === Status.Idle ? 'none' : 'explicit'
+    this.#block = this.#status === TxStatus.Idle ? 'none' : 'explicit'
     return this.#end(engine)
   }
 
@@ -301,10 +283,10 @@ export class CopyInScript {
    */
   #parses(engine: ScriptEngine): boolean {
     const parse = concat([parseUnnamed(this.#sql), SYNC])
-    const output = engine.collect(this.#status === Status.InBlock ? concat([SAVE, parse, RESTORE]) : parse)
+    const output = engine.collect(this.#status === TxStatus.InBlock ? concat([SAVE, parse, RESTORE]) : parse)
     let parses = false
     forEachFrame(output, (type, start, end) => {
-      if (type !== Msg.ErrorResponse) return true
+      if (type !== Backend.ErrorResponse) return true
       parses =
         responseField(output, start, end, 'C') === MULTIPLE_COMMANDS.code &&
         responseField(output, start, end, 'R') === MULTIPLE_COMMANDS.routine

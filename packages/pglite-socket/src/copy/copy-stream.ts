@@ -1,7 +1,8 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import type { ProtocolError } from '@pgwasm/pglite'
 import { FrameReader } from '../wire/frame-reader.js'
 import { PEER_LEFT } from '../wire/socket-now.js'
-import { Msg, copyFail, unexpectedDuringCopy } from '../wire/wire.js'
+import { copyFail, unexpectedDuringCopy } from '../wire/wire.js'
 
 /** Reads what the client's socket holds now: bytes read, 0 for none yet, or PEER_LEFT. */
 export type ReadNow = (into: Uint8Array) => number
@@ -119,15 +120,15 @@ export class CopyStream {
       }
       if (size === 0) break
       const type = input.bytes[input.offset]!
-      if (type === Msg.CopyData || type === Msg.CopyDone || type === Msg.CopyFail) {
+      if (type === Frontend.CopyData || type === Frontend.CopyDone || type === Frontend.CopyFail) {
         input.skip(size)
         taken += size
-        if (type === Msg.CopyData) continue
+        if (type === Frontend.CopyData) continue
         this.#end = { kind: 'data' }
         break
       }
       if (taken > 0) break
-      if (type === Msg.Flush || type === Msg.Sync) {
+      if (type === Frontend.Flush || type === Frontend.Sync) {
         input.skip(size)
         start += size
         continue

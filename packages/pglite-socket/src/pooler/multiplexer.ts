@@ -1,13 +1,14 @@
+import { Backend } from '@pgwasm/pglite/protocol'
 import type { ActivityRow, EngineLease, LeaseClient } from '@pgwasm/pglite'
 import { applyClientSettings, meaningChanges, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
 import { deadlockOf, LockWaitFailure, type LockWaiter } from '../sql/lock-wait.js'
 import { SessionObjects } from './session-objects.js'
 import { readReported, type ReportedSettings } from './reported-settings.js'
-import { Msg, concat, cstrings, frame, int32s, queryMessage, readRows } from '../wire/wire.js'
+import { concat, cstrings, frame, int32s, queryMessage, readRows } from '../wire/wire.js'
 
 /** A NotificationResponse as the backend would send it, from the process id the sender's client was given (0: an in-process caller). */
 function notificationFrame(processId: number, channel: string, payload: string): Uint8Array {
-  return frame(Msg.Notification, concat([int32s(processId), cstrings(channel, payload)]))
+  return frame(Backend.NotificationResponse, concat([int32s(processId), cstrings(channel, payload)]))
 }
 
 /** The part of a PGlite instance the server uses. */

@@ -1,7 +1,8 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import type { EngineLease } from '@pgwasm/pglite'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { LockWaitFailure, busyLockKey, mayWaitForAdvisoryLock } from '../sql/lock-wait.js'
-import { Msg, concat, decodeUtf8, errorResponse, readInt32, readyForQuery, statusLetter } from '../wire/wire.js'
+import { concat, decodeUtf8, errorResponse, readInt32, readyForQuery, statusLetter } from '../wire/wire.js'
 import { isOneRequest } from './frame-edits.js'
 import type { SessionHost, Transport } from './session-host.js'
 
@@ -130,7 +131,7 @@ export class BatchWait {
    */
   #terminateHolderFirst(message: Uint8Array): void {
     const owner = this.#host.mux?.owner
-    if (!owner || owner === this.#host.client || !owner.pinned || owner.processId === undefined || message[0] !== Msg.Query) return
+    if (!owner || owner === this.#host.client || !owner.pinned || owner.processId === undefined || message[0] !== Frontend.Query) return
     if (readInt32(message, 1) + 1 !== message.length) return
     const pid = terminatedPid(decodeUtf8(message.subarray(5, message.length - 1)))
     if (pid === owner.processId) this.#host.server.signal(pid, 'terminate')

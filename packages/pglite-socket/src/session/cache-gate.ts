@@ -1,8 +1,9 @@
+import { Backend, Frontend } from '@pgwasm/pglite/protocol'
 import type { EngineLease } from '@pgwasm/pglite'
 import { PARSE_COMPLETE, UnnamedStatementCache, type CachePlan } from './unnamed-cache.js'
 import { closeStatement, nulAfter } from './frame-edits.js'
 import type { FrameReader } from '../wire/frame-reader.js'
-import { Msg, concat, copyOut, readInt32 } from '../wire/wire.js'
+import { concat, copyOut, readInt32 } from '../wire/wire.js'
 
 const ignore = (): void => {}
 
@@ -98,8 +99,8 @@ export class CacheGate {
       if (this.#firstOutput === 0) this.#firstOutput = bytes[0]!
       return true
     }
-    if (this.#firstOutput === Msg.BindComplete) return true
-    if (this.#firstOutput === Msg.ErrorResponse) return false
+    if (this.#firstOutput === Backend.BindComplete) return true
+    if (this.#firstOutput === Backend.ErrorResponse) return false
     // Before the decision: hold the bytes and look for the deciding frame.
     const held = this.#held
     held.push(copyOut(bytes, 0, bytes.length))
@@ -107,10 +108,10 @@ export class CacheGate {
     let at = 0
     while (at + 5 <= all.length) {
       const type = all[at]!
-      if (type === Msg.BindComplete || type === Msg.ErrorResponse) {
+      if (type === Backend.BindComplete || type === Backend.ErrorResponse) {
         this.#firstOutput = type
         held.length = 0
-        if (type === Msg.ErrorResponse) return false
+        if (type === Backend.ErrorResponse) return false
         this.#output.push(PARSE_COMPLETE)
         this.#output.push(all)
         return false
@@ -136,13 +137,13 @@ export class CacheGate {
     this.#batchPlan = undefined
     const first = this.#firstOutput
     if (plan.kind === 'create') {
-      if (first === Msg.ParseComplete) this.#cache.created(plan)
-      else this.#cache.refuse(plan, first !== Msg.ErrorResponse)
-      if (first === Msg.ErrorResponse) this.#statements.delete(plan.entry.name)
-      this.#unnamedAlias = first === Msg.ErrorResponse ? undefined : plan.entry.nameBytes
+      if (first === Backend.ParseComplete) this.#cache.created(plan)
+      else this.#cache.refuse(plan, first !== Backend.ErrorResponse)
+      if (first === Backend.ErrorResponse) this.#statements.delete(plan.entry.name)
+      this.#unnamedAlias = first === Backend.ErrorResponse ? undefined : plan.entry.nameBytes
       return
     }
-    if (first === Msg.BindComplete) {
+    if (first === Backend.BindComplete) {
       this.#unnamedAlias = plan.entry.nameBytes
       return
     }
@@ -174,16 +175,16 @@ export class CacheGate {
    */
   #aliasUse(type: number, buffer: Uint8Array, at: number): boolean {
     switch (type) {
-      case Msg.Bind:
+      case Frontend.Bind:
         // The statement name follows the portal name.
         return buffer[nulAfter(buffer, at + 5, at + 1 + (readInt32(buffer, at + 1) >>> 0)) + 1] === 0
-      case Msg.Describe:
+      case Frontend.Describe:
         return buffer[at + 5] === 0x53 /* S */ && buffer[at + 6] === 0
-      case Msg.Parse:
-      case Msg.Query:
-        if (type === Msg.Query || buffer[at + 5] === 0) this.#unnamedAlias = undefined
+      case Frontend.Parse:
+      case Frontend.Query:
+        if (type === Frontend.Query || buffer[at + 5] === 0) this.#unnamedAlias = undefined
         return false
-      case Msg.Close:
+      case Frontend.Close:
         if (buffer[at + 5] === 0x53 /* S */ && buffer[at + 6] === 0) this.#unnamedAlias = undefined
         return false
       default:

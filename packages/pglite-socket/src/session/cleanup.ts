@@ -1,11 +1,11 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import type { ListenRouting } from '../pooler/listen-routing.js'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { quoteChannel } from '../sql/listen.js'
 import type { StatementRenamer } from '../wire/rename.js'
-import { Msg, concat, cstrings, frame, queryMessage } from '../wire/wire.js'
+import { SYNC, concat, cstrings, frame, queryMessage } from '../wire/wire.js'
 import type { SessionHost } from './session-host.js'
 
-const SYNC = frame(Msg.Sync, new Uint8Array(0))
 const STATEMENT = new Uint8Array([0x53 /* S */])
 
 export interface Leftovers {
@@ -29,7 +29,7 @@ export function cleanupMessage(left: Leftovers): Uint8Array {
   if (left.unsynced) frames.push(SYNC)
   let closed = 0
   for (const name of left.statements) {
-    frames.push(frame(Msg.Close, concat([STATEMENT, cstrings(name)])))
+    frames.push(frame(Frontend.Close, concat([STATEMENT, cstrings(name)])))
     closed++
   }
   if (closed > 0) frames.push(SYNC)

@@ -1,3 +1,4 @@
+import { TxStatus } from '@pgwasm/pglite/protocol'
 import { isIP } from 'node:net'
 import type { ActivityRow } from '@pgwasm/pglite'
 import { decodeUtf8 } from '../wire/wire.js'
@@ -5,11 +6,10 @@ import type { BatchMarks } from './frame-loop.js'
 import type { Transport } from './session-host.js'
 
 /** ReadyForQuery's status bytes. */
-const IDLE = 0x49 /* I */
 const IDLE_STATES = new Map<number, string>([
-  [IDLE, 'idle'],
-  [0x54 /* T */, 'idle in transaction'],
-  [0x45 /* E */, 'idle in transaction (aborted)'],
+  [TxStatus.Idle, 'idle'],
+  [TxStatus.InBlock, 'idle in transaction'],
+  [TxStatus.Failed, 'idle in transaction (aborted)'],
 ])
 
 /** What a client's row is made of besides the times {@link ClientActivity} keeps. */
@@ -38,7 +38,7 @@ export class ClientActivity {
 
   /** Its ReadyForQuery status goes from `was` to `status` now. */
   statusChanged(was: number, status: number): void {
-    if (status !== IDLE && was === IDLE) this.#xactStart = this.#queryStart
+    if (status !== TxStatus.Idle && was === TxStatus.Idle) this.#xactStart = this.#queryStart
     this.#stateChange = Date.now()
   }
 

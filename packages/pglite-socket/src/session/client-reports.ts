@@ -1,3 +1,4 @@
+import { TxStatus } from '@pgwasm/pglite/protocol'
 import type { EngineLease } from '@pgwasm/pglite'
 import { readReported, reportChanges, type ReportedSettings } from '../pooler/reported-settings.js'
 import type { OutputSplitter } from '../wire/output.js'
@@ -51,7 +52,7 @@ export class ClientReports {
     }
     const frames = reportChanges(this.#reported, now)
     this.#reported = now
-    const inTransaction = splitter.lastStatus === 0x54 /* T */ || splitter.lastStatus === 0x45 /* E */
+    const inTransaction = splitter.lastStatus === TxStatus.InBlock || splitter.lastStatus === TxStatus.Failed
     if (frames.length > 0) {
       splitter.beforeReady(frames)
       if (inTransaction) this.#inTransaction = true

@@ -1,9 +1,10 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import { CopyInBuffer } from '../copy/copy-in-buffer.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
 import { CopyStream } from '../copy/copy-stream.js'
-import type { SqlStatement } from '../sql/sql-split.js'
+import type { SqlStatement } from '@pgwasm/pglite/sql'
 import type { FrameReader } from '../wire/frame-reader.js'
-import { Msg, concat, copyFail, errorResponse, readyForQuery, statusLetter, unexpectedDuringCopy } from '../wire/wire.js'
+import { concat, copyFail, errorResponse, readyForQuery, statusLetter, unexpectedDuringCopy } from '../wire/wire.js'
 import type { SessionHost, Transport } from './session-host.js'
 
 /** A CopyDone or CopyFail frame's size past the data (a CopyFail's reason is ours and short). */
@@ -87,8 +88,8 @@ export class SessionCopyIn {
    */
   dropsFailedData(type: number): boolean {
     if (!this.#discardingCopy) return false
-    if (type === Msg.CopyData || type === Msg.CopyDone || type === Msg.CopyFail) {
-      if (type !== Msg.CopyData) this.#discardingCopy = false
+    if (type === Frontend.CopyData || type === Frontend.CopyDone || type === Frontend.CopyFail) {
+      if (type !== Frontend.CopyData) this.#discardingCopy = false
       return true
     }
     this.#discardingCopy = false
@@ -115,7 +116,7 @@ export class SessionCopyIn {
   async take(f: Uint8Array): Promise<boolean> {
     const type = f[0]!
     const limits = this.#host.server
-    if (type === Msg.CopyData) {
+    if (type === Frontend.CopyData) {
       this.#copyInBytes += f.length
       if (this.#copyInBytes <= limits.maxCopyBytes) {
         this.#copyRequest().append(f)
@@ -129,10 +130,10 @@ export class SessionCopyIn {
       this.#copyIn = new CopyInBuffer(this.#script!.waitingPiece, failed.length)
       this.#copyIn.append(failed)
       await this.#endCopy()
-    } else if (type === Msg.CopyDone || type === Msg.CopyFail) {
+    } else if (type === Frontend.CopyDone || type === Frontend.CopyFail) {
       this.#copyRequest().append(f)
       await this.#endCopy()
-    } else if (type !== Msg.Flush && type !== Msg.Sync) {
+    } else if (type !== Frontend.Flush && type !== Frontend.Sync) {
       this.#protocolLost(type)
       return false
     }
@@ -148,26 +149,26 @@ export class SessionCopyIn {
     const copy = this.#extendedCopy!
     const { input, transport } = this.#host
     switch (type) {
-      case Msg.Bind:
+      case Frontend.Bind:
         input.skip(size)
         transport.write(BIND_COMPLETE)
         return true
-      case Msg.Describe:
+      case Frontend.Describe:
         input.skip(size)
         // A COPY has no parameters and returns no rows.
         transport.write(buffer[at + 5] === 0x53 /* S */ ? concat([NO_PARAMETERS, NO_DATA]) : NO_DATA)
         return true
-      case Msg.Flush:
+      case Frontend.Flush:
         input.skip(size)
         return true
-      case Msg.Execute: {
+      case Frontend.Execute: {
         input.skip(size)
         copy.executed = true
         const script = new CopyInScript(copy.sql, copy.statements, this.#host.status, false)
         await this.#runScript(script, false, (engine) => script.start(engine))
         return true
       }
-      case Msg.Sync:
+      case Frontend.Sync:
         // Parsed, never executed: nothing ran.
         input.skip(size)
         this.#extendedCopy = undefined

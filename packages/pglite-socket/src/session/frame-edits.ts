@@ -1,6 +1,7 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import { mayNeedInspection } from '../sql/listen.js'
-import { splitIfCopyFromClient } from '../sql/sql-split.js'
-import { Msg, concat, cstrings, forEachFrame, frame, readInt32, decodeUtf8 } from '../wire/wire.js'
+import { splitIfCopyFromClient } from '../sql/copy-from-client.js'
+import { concat, cstrings, forEachFrame, frame, readInt32, decodeUtf8 } from '../wire/wire.js'
 
 /** The frame at `bytes[at, at + size)` with its SQL, `bytes[sqlStart, sqlEnd)`, replaced by `sql`. */
 export function withSql(bytes: Uint8Array, at: number, size: number, sqlStart: number, sqlEnd: number, sql: string): Uint8Array {
@@ -18,23 +19,23 @@ export function isOneRequest(batch: Uint8Array): boolean {
   let ends = 0
   let last = 0
   forEachFrame(batch, (type) => {
-    if (type === Msg.Query || type === Msg.Sync) ends++
+    if (type === Frontend.Query || type === Frontend.Sync) ends++
     last = type
   })
-  return ends === 1 && (last === Msg.Query || last === Msg.Sync)
+  return ends === 1 && (last === Frontend.Query || last === Frontend.Sync)
 }
 
 const SYNC = new Uint8Array([0x53 /* S */, 0, 0, 0, 4])
 
 /** Close of a prepared statement, then Sync. */
 export function closeStatement(name: string): Uint8Array {
-  return concat([frame(Msg.Close, concat([new Uint8Array([0x53 /* S */]), cstrings(name)])), SYNC])
+  return concat([frame(Frontend.Close, concat([new Uint8Array([0x53 /* S */]), cstrings(name)])), SYNC])
 }
 
 /** The Bind or Describe frame at `buffer[at]` with the unnamed statement replaced by `name`. */
 export function aliasFrame(buffer: Uint8Array, at: number, size: number, name: Uint8Array): Uint8Array {
   // The statement's name is empty: its NUL is the first one after the portal name (Bind) or kind byte (Describe).
-  const nameAt = buffer[at] === Msg.Bind ? nulAfter(buffer, at + 5, at + size) + 1 : at + 6
+  const nameAt = buffer[at] === Frontend.Bind ? nulAfter(buffer, at + 5, at + size) + 1 : at + 6
   const out = Buffer.allocUnsafe(size + name.length)
   out.set(buffer.subarray(at, nameAt), 0)
   out.set(name, nameAt - at)
@@ -51,7 +52,7 @@ export function nulAfter(buffer: Uint8Array, from: number, end: number): number 
 
 /** Whether the bytes at `at` are a Terminate message (`X`, length 4). */
 export function isTerminate(bytes: Uint8Array, at: number, available: number): boolean {
-  return available >= 5 && bytes[at] === Msg.Terminate && readInt32(bytes, at + 1) === 4
+  return available >= 5 && bytes[at] === Frontend.Terminate && readInt32(bytes, at + 1) === 4
 }
 
 /** Whether the Parse frame at `bytes[at, end)` is of the unnamed statement and holds a COPY FROM STDIN. */

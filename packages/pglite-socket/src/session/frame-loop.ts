@@ -1,10 +1,11 @@
+import { Frontend, TxStatus } from '@pgwasm/pglite/protocol'
 import { sessionObjectsMayChange } from '../pooler/session-objects.js'
 import { droppedDatabase, mayNeedInspection } from '../sql/listen.js'
-import { splitIfCopyFromClient } from '../sql/sql-split.js'
+import { splitIfCopyFromClient } from '../sql/copy-from-client.js'
 import { BatchBuilder } from '../wire/batch.js'
 import type { FrameReader } from '../wire/frame-reader.js'
 import { StatementRenamer } from '../wire/rename.js'
-import { EXTENDED_TYPES, Msg, decodeUtf8, errorResponse, readInt32, readyForQuery, statusLetter } from '../wire/wire.js'
+import { EXTENDED_TYPES, decodeUtf8, errorResponse, readInt32, readyForQuery, statusLetter } from '../wire/wire.js'
 import type { CacheGate } from './cache-gate.js'
 import type { SessionCopyIn } from './copy-in.js'
 import { aliasFrame, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
@@ -15,7 +16,6 @@ import { PARSE_COMPLETE, sqlMayChangeMeaning } from './unnamed-cache.js'
 /** How much of a statement's text `pg_stat_activity` keeps (Postgres's `track_activity_query_size` default). */
 const ACTIVITY_SQL_BYTES = 1024
 /** ReadyForQuery's status outside a transaction block. */
-const IDLE = 0x49 /* I */
 /**
  * An extended-protocol sequence is run before its Sync or Flush arrives only
  * once it is this large: until then it waits in the receive buffer and the
@@ -101,7 +101,7 @@ export class FrameLoop {
     const input = host.input
     // A refused cached statement is retried as sent, which is only safe where
     // its failure ends nothing but the implicit transaction: outside a block.
-    if (host.status === IDLE && !host.inTransaction && !host.unsynced && !host.copy.waiting && !this.#skipToSync) {
+    if (host.status === TxStatus.Idle && !host.inTransaction && !host.unsynced && !host.copy.waiting && !this.#skipToSync) {
       const plan = host.cacheGate.begin(input)
       if (plan) {
         const key = plan.entry.keyBytes
@@ -131,7 +131,7 @@ export class FrameLoop {
       const buffer = input.bytes
       const at = input.offset
       const type = buffer[at]!
-      if (type === Msg.Terminate) {
+      if (type === Frontend.Terminate) {
         input.skip(size)
         terminate = true
         break
@@ -150,7 +150,7 @@ export class FrameLoop {
       if (this.#skipToSync) {
         // After our own error in an extended sequence, as Postgres would: skip to Sync.
         input.skip(size)
-        if (type === Msg.Sync) {
+        if (type === Frontend.Sync) {
           this.#skipToSync = false
           host.unsynced = false
           host.transport.write(readyForQuery(statusLetter(host.status)))
@@ -169,12 +169,12 @@ export class FrameLoop {
       }
       /** This frame with its SQL made safe (sql-rewrites.ts), when it had to be. */
       let replaced: Uint8Array | undefined
-      if (type === Msg.Query || type === Msg.Parse) {
+      if (type === Frontend.Query || type === Frontend.Parse) {
         const end = at + size
-        const sqlStart = type === Msg.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
+        const sqlStart = type === Frontend.Query ? at + 5 : nulAfter(buffer, at + 5, end) + 1
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
-        if (type === Msg.Parse && buffer[at + 5] !== 0) host.marks.namesStatement = true
+        if (type === Frontend.Parse && buffer[at + 5] !== 0) host.marks.namesStatement = true
         // pg_stat_activity's query: the batch's first statement, copied once (a pipeline holds hundreds).
         if (!activityNoted) {
           host.marks.activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))
@@ -187,7 +187,7 @@ export class FrameLoop {
           const drop = droppedDatabase(sql)
           if (drop) (dropped ??= []).push(drop)
           const copyScript = splitIfCopyFromClient(sql)
-          if (copyScript && type === Msg.Parse) {
+          if (copyScript && type === Frontend.Parse) {
             input.skip(size)
             // The engine cannot wait for COPY data in the middle of an extended
             // sequence (it would fail the COPY and lose the Sync): the COPY runs
@@ -220,9 +220,9 @@ export class FrameLoop {
         const sql = rewrittenSql(buffer, sqlStart, sqlEnd, host.rewriteClient)
         if (sql !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, sql)
       }
-      if (type === Msg.Close && buffer[at + 6] !== 0) host.marks.closesObject = true
+      if (type === Frontend.Close && buffer[at + 6] !== 0) host.marks.closesObject = true
       if (EXTENDED_TYPES.has(type)) host.unsynced = true
-      else if (type === Msg.Sync || type === Msg.Query) host.unsynced = false
+      else if (type === Frontend.Sync || type === Frontend.Query) host.unsynced = false
       const alias = host.cacheGate.aliasFor(type, buffer, at)
       if (EXTENDED_TYPES.has(type) && !StatementRenamer.namesNothing(type, buffer, at)) {
         // A named portal is renamed first; the unnamed statement stays empty there for the alias.
@@ -275,13 +275,13 @@ export class FrameLoop {
     let copies = false
     while (at + 5 <= end) {
       const type = buffer[at]!
-      if (type === Msg.Flush || !EXTENDED_TYPES.has(type)) return true
+      if (type === Frontend.Flush || !EXTENDED_TYPES.has(type)) return true
       const length = readInt32(buffer, at + 1) >>> 0
       if (length < 4) return true
       if (at + 1 + length > end) return false
       // A COPY FROM STDIN's Execute waits for its data before any Sync comes.
-      if (type === Msg.Parse) copies = parsesCopyFromClient(buffer, at, at + 1 + length)
-      else if (type === Msg.Execute && copies) return true
+      if (type === Frontend.Parse) copies = parsesCopyFromClient(buffer, at, at + 1 + length)
+      else if (type === Frontend.Execute && copies) return true
       at += 1 + length
       if (at - start > MAX_DEFERRED_BYTES) return true
     }

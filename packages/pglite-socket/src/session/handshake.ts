@@ -1,3 +1,4 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import * as crypto from 'node:crypto'
 import type { Multiplexer, MuxClient } from '../pooler/multiplexer.js'
 import { assumedReported } from '../pooler/reported-settings.js'
@@ -7,7 +8,6 @@ import { isTerminate } from './frame-edits.js'
 import type { SessionHost, Transport } from './session-host.js'
 import { readStartupRequest, type StartupParams } from './startup.js'
 import type { FrameReader } from '../wire/frame-reader.js'
-import { Msg } from '../wire/wire.js'
 
 /** The answer to an SSLRequest or GSSENCRequest: go on unencrypted. */
 const NO_ENCRYPTION = new Uint8Array([0x4e /* N */])
@@ -138,7 +138,7 @@ export class Handshake {
     const host = this.#host
     const message = host.input.frame(false)
     if (!message) return false
-    if (message[0] !== Msg.Password) {
+    if (message[0] !== Frontend.Password) {
       host.fatal('08P01', `expected a password message, got type 0x${message[0]!.toString(16)}`)
       return false
     }

@@ -1,3 +1,4 @@
+import { TxStatus } from '@pgwasm/pglite/protocol'
 import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
 import { Handshake, type HandshakeHost } from './handshake.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
@@ -28,7 +29,6 @@ import { newProcessKey, type SessionHost, type StartedElsewhere, type Transport 
 export { newProcessKey, type CancelTarget, type SessionHost, type StartedElsewhere, type Transport } from './session-host.js'
 
 /** ReadyForQuery's status outside a transaction block. */
-const IDLE = 0x49 /* I */
 /**
  * The next request of a client waits while more than this of its output is
  * still unread by it: a slow reader holds at most this plus one request's output.
@@ -94,7 +94,7 @@ export class Session implements MuxClient {
   #inTransaction = false
   #unsynced = false
   /** Last ReadyForQuery status byte (I, T or E) this client was sent. */
-  #status: number = IDLE
+  #status: number = TxStatus.Idle
   readonly #copy: SessionCopyIn
   /** Bytes a peerLeft probe read during a request, not yet received: they come before anything the socket reads later. */
   readonly #early: Uint8Array[] = []
@@ -193,7 +193,7 @@ export class Session implements MuxClient {
         return session.#listens
       },
       settled: () => {
-        this.#setStatus(IDLE)
+        this.#setStatus(TxStatus.Idle)
         this.#unsynced = false
       },
       enter: (phase) => (this.#state = phase),
@@ -456,7 +456,7 @@ export class Session implements MuxClient {
   #setStatus(status: number): void {
     this.#activity.statusChanged(this.#status, status)
     this.#status = status
-    this.#inTransaction = status !== IDLE
+    this.#inTransaction = status !== TxStatus.Idle
   }
 
   /** Its row of `pg_stat_activity` (MuxClient); `running`: its statement is the one the engine runs. */

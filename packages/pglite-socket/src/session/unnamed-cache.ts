@@ -1,6 +1,7 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import { maxFrontendMessageBytes } from '@pgwasm/pglite'
 import { mayNeedInspection } from '../sql/listen.js'
-import { Msg, copyOut, readInt32 } from '../wire/wire.js'
+import { copyOut, readInt32 } from '../wire/wire.js'
 import { mentions } from '../sql/byte-scan.js'
 
 const utf8 = new TextEncoder()
@@ -85,7 +86,7 @@ export class UnnamedStatementCache {
    * are left to the normal path, which reports them.
    */
   plan(bytes: Uint8Array, start: number, end: number): CachePlan | undefined {
-    if (end - start < 5 || end - start > MAX_BATCH_BYTES || bytes[start] !== Msg.Parse || bytes[start + 5] !== 0) return undefined
+    if (end - start < 5 || end - start > MAX_BATCH_BYTES || bytes[start] !== Frontend.Parse || bytes[start + 5] !== 0) return undefined
     // Frames: Parse first, Sync last, in between only Bind/Describe/Execute of the unnamed ones.
     let at = start
     let parseEnd = 0
@@ -103,21 +104,21 @@ export class UnnamedStatementCache {
         parseEnd = next
       } else {
         switch (type) {
-          case Msg.Bind:
+          case Frontend.Bind:
             if (length < 6 || bytes[at + 5] !== 0 || bytes[at + 6] !== 0 || ++binds > 1) return undefined
             bindAt = at
             break
-          case Msg.Describe:
+          case Frontend.Describe:
             if (length < 6 || bytes[at + 6] !== 0) return undefined
             if (bytes[at + 5] === 0x53 /* S */) {
               if (describeStatementAt >= 0) return undefined
               describeStatementAt = at
             } else if (bytes[at + 5] !== 0x50 /* P */) return undefined
             break
-          case Msg.Execute:
+          case Frontend.Execute:
             if (length < 5 || bytes[at + 5] !== 0) return undefined
             break
-          case Msg.Sync:
+          case Frontend.Sync:
             // Without a Bind the reply would hold no BindComplete to tell a good run by.
             if (next !== end || bindAt < 0) return undefined
             return this.#rewrite(bytes, start, parseEnd, end, bindAt, describeStatementAt)

@@ -1,6 +1,6 @@
 import { isWordByte } from './byte-scan.js'
 import { dollarQuote } from './quoting.js'
-import { splitStatements } from './sql-split.js'
+import { splitStatements } from '@pgwasm/pglite/sql'
 
 /**
  * Each client's protocol-level statements and portals live in the one

@@ -1,4 +1,5 @@
-import { Msg, forEachFrame, responseField } from '../wire/wire.js'
+import { Backend, Frontend, TxStatus } from '@pgwasm/pglite/protocol'
+import { forEachFrame, responseField } from '../wire/wire.js'
 
 /*
  * A session advisory lock another client holds cannot be waited for inside
@@ -22,7 +23,7 @@ const TRANSACTION_CONTROL = /\b(begin|start|commit|end|rollback|abort|savepoint|
 
 /** Whether `batch` is one Query message whose SQL calls an advisory lock function and controls no transaction. */
 export function mayWaitForAdvisoryLock(batch: Uint8Array): boolean {
-  if (batch.length < 6 || batch[0] !== Msg.Query) return false
+  if (batch.length < 6 || batch[0] !== Frontend.Query) return false
   const length = ((batch[1]! << 24) | (batch[2]! << 16) | (batch[3]! << 8) | batch[4]!) >>> 0
   if (length + 1 !== batch.length) return false
   // Most queries name no lock: a native byte search rules them out before any decoding.
@@ -42,8 +43,8 @@ export function busyLockKey(reply: Uint8Array, refused: string | undefined): str
   let busy = false
   let idle = false
   forEachFrame(reply, (type, start, end) => {
-    if (type === Msg.ErrorResponse) busy = responseField(reply, start, end, 'C') === '55P03'
-    else if (type === Msg.ReadyForQuery) idle = reply[start] === 0x49 /* I */
+    if (type === Backend.ErrorResponse) busy = responseField(reply, start, end, 'C') === '55P03'
+    else if (type === Backend.ReadyForQuery) idle = reply[start] === TxStatus.Idle
   })
   return busy && idle ? refused : undefined
 }

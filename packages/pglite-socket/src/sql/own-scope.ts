@@ -1,6 +1,6 @@
 import { dropTempRelations } from './temp-relations.js'
 import { dollarQuote } from './quoting.js'
-import { splitStatements, type SqlStatement } from './sql-split.js'
+import { splitStatements, type SqlStatement } from '@pgwasm/pglite/sql'
 import { mentions } from './byte-scan.js'
 
 /**

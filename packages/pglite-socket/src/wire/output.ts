@@ -1,4 +1,5 @@
-import { Msg, copyOut } from './wire.js'
+import { Backend } from '@pgwasm/pglite/protocol'
+import { copyOut } from './wire.js'
 
 type Mode = 'forward' | 'drop' | 'hold' | 'error'
 
@@ -91,7 +92,7 @@ export class OutputSplitter {
   beforeReady(frames: Uint8Array): void {
     const out = this.#out
     const at = out.length - READY_FOR_QUERY_BYTES
-    if (at < 0 || out.bytes[at] !== Msg.ReadyForQuery || out.bytes[at + 4] !== READY_FOR_QUERY_BYTES - 1) {
+    if (at < 0 || out.bytes[at] !== Backend.ReadyForQuery || out.bytes[at + 4] !== READY_FOR_QUERY_BYTES - 1) {
       out.append(frames)
       return
     }
@@ -116,14 +117,14 @@ export class OutputSplitter {
       if (this.#remaining === 0 && this.#headerFill === 0 && n - i >= 5) {
         const type = chunk[i]!
         const length = ((chunk[i + 1]! << 24) | (chunk[i + 2]! << 16) | (chunk[i + 3]! << 8) | chunk[i + 4]!) >>> 0
-        if (type === Msg.CommandComplete || type === Msg.ParameterStatus) this.#watch(type, chunk, i + 5, Math.min(i + 1 + length, n))
+        if (type === Backend.CommandComplete || type === Backend.ParameterStatus) this.#watch(type, chunk, i + 5, Math.min(i + 1 + length, n))
         const mode = this.#modeFor(type)
         if (mode === 'forward') {
           // Extend the run of forwarded frames; copy it out in one piece later.
           if (runStart < 0) runStart = i
           const end = i + 1 + length
           if (end <= n) {
-            if (type === Msg.ReadyForQuery) this.lastStatus = chunk[end - 1]!
+            if (type === Backend.ReadyForQuery) this.lastStatus = chunk[end - 1]!
             i = end
             continue
           }
@@ -154,7 +155,7 @@ export class OutputSplitter {
         this.#remaining -= take
         i += take
         if (this.#remaining === 0) {
-          if (this.#type === Msg.ReadyForQuery && take > 0) this.lastStatus = piece[take - 1]!
+          if (this.#type === Backend.ReadyForQuery && take > 0) this.lastStatus = piece[take - 1]!
           if (this.#mode === 'error') this.#endError()
           this.#mode = 'forward'
         }
@@ -167,7 +168,7 @@ export class OutputSplitter {
         const type = this.#header[0]!
         const length = ((this.#header[1]! << 24) | (this.#header[2]! << 16) | (this.#header[3]! << 8) | this.#header[4]!) >>> 0
         // The body is in the next chunk: assume the worst.
-        if (type === Msg.CommandComplete || type === Msg.ParameterStatus) this.meaningMayChange = true
+        if (type === Backend.CommandComplete || type === Backend.ParameterStatus) this.meaningMayChange = true
         const mode = this.#modeFor(type)
         if (mode === 'forward') this.#out.append(this.#header)
         else if (mode === 'hold') this.#held.append(this.#header)
@@ -180,22 +181,22 @@ export class OutputSplitter {
 
   /** Looks at a CommandComplete's tag (in `chunk[start, end)`, maybe cut short) or notes a ParameterStatus. */
   #watch(type: number, chunk: Uint8Array, start: number, end: number): void {
-    if (type === Msg.ParameterStatus || !isPlainTag(chunk, start, end)) this.meaningMayChange = true
+    if (type === Backend.ParameterStatus || !isPlainTag(chunk, start, end)) this.meaningMayChange = true
   }
 
   #modeFor(type: number): Mode {
     // A held CommandComplete was not the last one: it goes out before this frame.
-    if (this.#held.length > 0 && type !== Msg.ReadyForQuery) this.settleHeld(true)
+    if (this.#held.length > 0 && type !== Backend.ReadyForQuery) this.settleHeld(true)
     // Notifications reach clients through the multiplexer's routing, never
     // as part of whichever client's output they happened to appear in.
-    if (type === Msg.Notification) return 'drop'
-    if (type === Msg.ErrorResponse) {
+    if (type === Backend.NotificationResponse) return 'drop'
+    if (type === Backend.ErrorResponse) {
       this.errorSeen = true
       if (this.rewriteError) return 'error'
     }
-    if (type === Msg.ReadyForQuery && this.dropReady) return 'drop'
-    if (type === Msg.CommandComplete && this.holdComplete) return 'hold'
-    if (type === Msg.CopyInResponse && this.dropCopyIn) {
+    if (type === Backend.ReadyForQuery && this.dropReady) return 'drop'
+    if (type === Backend.CommandComplete && this.holdComplete) return 'hold'
+    if (type === Backend.CopyInResponse && this.dropCopyIn) {
       this.dropCopyIn = false
       return 'drop'
     }

@@ -1,5 +1,6 @@
+import { Frontend } from '@pgwasm/pglite/protocol'
 import { createHash } from 'node:crypto'
-import { Msg, concat, readCString } from './wire.js'
+import { concat, readCString } from './wire.js'
 
 const utf8 = new TextEncoder()
 /** Longer names are replaced by a digest, so that renaming never pushes a small message over its size limit. */
@@ -43,13 +44,13 @@ export class StatementRenamer {
    */
   static namesNothing(type: number, buffer: Uint8Array, at: number): boolean {
     switch (type) {
-      case Msg.Parse:
-      case Msg.Execute:
+      case Frontend.Parse:
+      case Frontend.Execute:
         return buffer[at + 5] === 0
-      case Msg.Bind:
+      case Frontend.Bind:
         return buffer[at + 5] === 0 && buffer[at + 6] === 0
-      case Msg.Describe:
-      case Msg.Close:
+      case Frontend.Describe:
+      case Frontend.Close:
         return buffer[at + 6] === 0
       default:
         return true
@@ -60,30 +61,30 @@ export class StatementRenamer {
   rewrite(type: number, frame: Uint8Array): Uint8Array {
     const end = frame.length
     switch (type) {
-      case Msg.Parse: {
+      case Frontend.Parse: {
         const [name, next] = readCString(frame, 5, end)
         if (!name) return frame
         const renamed = this.#name(name)
         this.statements.add(renamed)
         return this.#rebuild(type, [renamed], frame.subarray(next))
       }
-      case Msg.Bind: {
+      case Frontend.Bind: {
         const [portal, afterPortal] = readCString(frame, 5, end)
         const [statement, rest] = readCString(frame, afterPortal, end)
         if (!statement && !this.#renamesPortal(portal)) return frame
         return this.#rebuild(type, [this.#portal(portal), this.#name(statement)], frame.subarray(rest))
       }
-      case Msg.Describe:
-      case Msg.Close: {
+      case Frontend.Describe:
+      case Frontend.Close: {
         const kind = frame[5]!
         const [name, rest] = readCString(frame, 6, end)
         if (!name) return frame
         if (kind === 0x50 /* P */ && !this.#renamesPortal(name)) return frame
         const renamed = kind === 0x50 ? this.#portal(name) : this.#name(name)
-        if (type === Msg.Close && kind === 0x53 /* S */) this.statements.delete(renamed)
+        if (type === Frontend.Close && kind === 0x53 /* S */) this.statements.delete(renamed)
         return this.#rebuild(type, [String.fromCharCode(kind) + renamed], frame.subarray(rest))
       }
-      case Msg.Execute: {
+      case Frontend.Execute: {
         const [portal, rest] = readCString(frame, 5, end)
         if (!this.#renamesPortal(portal)) return frame
         return this.#rebuild(type, [this.#portal(portal)], frame.subarray(rest))

@@ -1,5 +1,6 @@
 /** Building and reading PostgreSQL wire messages on the server side. */
 import type { EngineLease } from '@pgwasm/pglite'
+import { Backend, Frontend, FRONTEND_TYPES, TxStatus } from '@pgwasm/pglite/protocol'
 
 const utf8 = new TextEncoder()
 const text = new TextDecoder()
@@ -12,60 +13,17 @@ export const enum StartupCode {
   GSSENC = 80877104,
 }
 
-export const enum Msg {
-  Authentication = 0x52 /* R */,
-  ParameterStatus = 0x53 /* S */,
-  BackendKeyData = 0x4b /* K */,
-  ReadyForQuery = 0x5a /* Z */,
-  CommandComplete = 0x43 /* C */,
-  ErrorResponse = 0x45 /* E */,
-  NoticeResponse = 0x4e /* N */,
-  Notification = 0x41 /* A */,
-  CopyInResponse = 0x47 /* G */,
-  ParseComplete = 0x31 /* 1 */,
-  BindComplete = 0x32 /* 2 */,
-  // frontend
-  Bind = 0x42 /* B */,
-  Close = 0x43 /* C */,
-  CopyData = 0x64 /* d */,
-  CopyDone = 0x63 /* c */,
-  CopyFail = 0x66 /* f */,
-  Describe = 0x44 /* D */,
-  Execute = 0x45 /* E */,
-  Flush = 0x48 /* H */,
-  FunctionCall = 0x46 /* F */,
-  Parse = 0x50 /* P */,
-  Password = 0x70 /* p */,
-  Query = 0x51 /* Q */,
-  Sync = 0x53 /* S */,
-  Terminate = 0x58 /* X */,
-}
-
-/** Frontend messages a client may send after startup. */
-export const CLIENT_TYPES: ReadonlySet<number> = new Set([
-  Msg.Bind,
-  Msg.Close,
-  Msg.CopyData,
-  Msg.CopyDone,
-  Msg.CopyFail,
-  Msg.Describe,
-  Msg.Execute,
-  Msg.Flush,
-  Msg.FunctionCall,
-  Msg.Parse,
-  Msg.Query,
-  Msg.Sync,
-  Msg.Terminate,
-])
+/** Frontend messages a client may send after startup: what a raw exec may carry, and Terminate. */
+export const CLIENT_TYPES: ReadonlySet<number> = new Set([...FRONTEND_TYPES, Frontend.Terminate])
 
 /** Messages that belong to an extended-protocol sequence, ended by Sync. */
 export const EXTENDED_TYPES: ReadonlySet<number> = new Set([
-  Msg.Bind,
-  Msg.Close,
-  Msg.Describe,
-  Msg.Execute,
-  Msg.Flush,
-  Msg.Parse,
+  Frontend.Bind,
+  Frontend.Close,
+  Frontend.Describe,
+  Frontend.Execute,
+  Frontend.Flush,
+  Frontend.Parse,
 ])
 
 export function frame(type: number, body: Uint8Array): Uint8Array {
@@ -112,24 +70,24 @@ export function concat(parts: readonly Uint8Array[]): Uint8Array {
 }
 
 export function authenticationOk(): Uint8Array {
-  return frame(Msg.Authentication, int32s(0))
+  return frame(Backend.Authentication, int32s(0))
 }
 
 export function parameterStatus(name: string, value: string): Uint8Array {
-  return frame(Msg.ParameterStatus, cstrings(name, value))
+  return frame(Backend.ParameterStatus, cstrings(name, value))
 }
 
 export function backendKeyData(processId: number, secret: number): Uint8Array {
-  return frame(Msg.BackendKeyData, int32s(processId, secret))
+  return frame(Backend.BackendKeyData, int32s(processId, secret))
 }
 
 export function readyForQuery(status: 'I' | 'T' | 'E'): Uint8Array {
-  return frame(Msg.ReadyForQuery, utf8.encode(status))
+  return frame(Backend.ReadyForQuery, utf8.encode(status))
 }
 
 /** The letter of a ReadyForQuery status byte; anything unknown reads as idle. */
 export function statusLetter(status: number): 'I' | 'T' | 'E' {
-  return status === 0x54 ? 'T' : status === 0x45 ? 'E' : 'I'
+  return status === TxStatus.InBlock ? 'T' : status === TxStatus.Failed ? 'E' : 'I'
 }
 
 /** An ErrorResponse; `fatal` severity tells the client the connection ends. */
@@ -139,12 +97,15 @@ export function errorResponse(code: string, message: string, severity: 'ERROR' |
     utf8.encode(`S${severity}\u0000V${severity}\u0000C${code}\u0000M${message}\u0000${field('D', detail)}${field('H', hint)}`),
     new Uint8Array([0]),
   ])
-  return frame(Msg.ErrorResponse, body)
+  return frame(Backend.ErrorResponse, body)
 }
+
+/** A Sync message. */
+export const SYNC: Uint8Array = frame(Frontend.Sync, new Uint8Array(0))
 
 /** A simple Query message. */
 export function queryMessage(sql: string): Uint8Array {
-  return frame(Msg.Query, cstrings(sql))
+  return frame(Frontend.Query, cstrings(sql))
 }
 
 /** Postgres's error for a message that may not come during COPY FROM STDIN. */
@@ -154,12 +115,12 @@ export function unexpectedDuringCopy(type: number): string {
 
 /** A CopyFail message: the backend ends the COPY with 57014 `COPY from stdin failed: <reason>`. */
 export function copyFail(reason: string): Uint8Array {
-  return frame(Msg.CopyFail, cstrings(reason))
+  return frame(Frontend.CopyFail, cstrings(reason))
 }
 
 /** Parse of the unnamed statement with no parameter types. */
 export function parseUnnamed(sql: string): Uint8Array {
-  return frame(Msg.Parse, concat([cstrings('', sql), new Uint8Array(2)]))
+  return frame(Frontend.Parse, concat([cstrings('', sql), new Uint8Array(2)]))
 }
 
 /**
@@ -229,8 +190,8 @@ export function readRows(lease: EngineLease, message: Uint8Array): string[][] | 
   const rows: string[][] = []
   let failed = false
   forEachFrame(reply, (type, start) => {
-    if (type === 0x45) failed = true
-    if (type !== 0x44) return
+    if (type === Backend.ErrorResponse) failed = true
+    if (type !== Backend.DataRow) return
     // DataRow: a column count, then each column's length and text (NULL read as the empty string).
     const row: string[] = []
     let at = start + 2

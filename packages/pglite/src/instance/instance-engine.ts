@@ -11,6 +11,7 @@ import { ClosedError } from '../errors.js'
 import type { EngineLease } from '../lease-types.js'
 import { NotifyRegistry } from '../notify.js'
 import type { ResultCollector } from '../protocol/decode.js'
+import { TxStatus } from '../protocol/codes.js'
 import { stoppable, whileNotAborted } from '../query/abort.js'
 import { ExecQueue } from '../query/queue.js'
 import type { QueryOptions } from '../query/results.js'
@@ -199,7 +200,7 @@ export class InstanceEngine {
   #afterExec(collector: ResultCollector, options: QueryOptions | undefined): void {
     if (collector.notices && options?.onNotice) for (const n of collector.notices) options.onNotice(n)
     if (collector.notifications) this.notify.dispatch(collector.notifications)
-    this.#inTransaction = collector.txStatus !== 0x49
+    this.#inTransaction = collector.txStatus !== TxStatus.Idle
   }
 
   /** Why a call on a closed instance fails: the engine's death, when that closed it. */

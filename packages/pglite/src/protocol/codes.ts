@@ -1,5 +1,5 @@
 /** Backend message type bytes (PostgreSQL protocol, "Message Formats"). */
-export const enum Backend {
+export enum Backend {
   Authentication = 0x52 /* R */,
   ParameterStatus = 0x53 /* S */,
   BackendKeyData = 0x4b /* K */,
@@ -25,7 +25,7 @@ export const enum Backend {
 }
 
 /** Frontend message type bytes. */
-export const enum Frontend {
+export enum Frontend {
   Bind = 0x42 /* B */,
   Close = 0x43 /* C */,
   CopyData = 0x64 /* d */,
@@ -40,6 +40,16 @@ export const enum Frontend {
   Query = 0x51 /* Q */,
   Sync = 0x53 /* S */,
   Terminate = 0x58 /* X */,
+}
+
+/** The transaction status byte of a ReadyForQuery. */
+export enum TxStatus {
+  /** Not in a transaction block. */
+  Idle = 0x49 /* I */,
+  /** In a transaction block. */
+  InBlock = 0x54 /* T */,
+  /** In a failed transaction block: statements are refused until it ends. */
+  Failed = 0x45 /* E */,
 }
 
 /**

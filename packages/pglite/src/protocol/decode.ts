@@ -1,6 +1,6 @@
 import type { DatabaseError } from '../errors.js'
 import { isBuiltinIntParser, type Parser } from '../types/parsers.js'
-import { Backend } from './codes.js'
+import { Backend, TxStatus } from './codes.js'
 import type { FrameSink } from './frames.js'
 import { readDatabaseError, readNotification, readServerFields, type NoticeFields, type Notification } from './messages.js'
 import { ChunkText, cstringEnd, decodeText, readInt16, readInt32 } from './text.js'
@@ -116,8 +116,8 @@ export class ResultCollector implements FrameSink {
   /** Set when a RowDescription or NoData answered a Describe. */
   described: RowShape | null | undefined
   parseComplete = false
-  /** Status byte of the last ReadyForQuery: I, T or E. */
-  txStatus = 0x49
+  /** Status byte of the last ReadyForQuery. */
+  txStatus: number = TxStatus.Idle
   #shape: RowShape | undefined
   #rows: unknown[] = []
   #rowMode: RowMode = 'object'

@@ -1,6 +1,7 @@
 import type { Backend } from '../engine/backend.js'
 import { DatabaseError } from '../errors.js'
 import { ResultCollector, makeRowShape, type ResultSet } from '../protocol/decode.js'
+import { TxStatus } from '../protocol/codes.js'
 import { FrameWriter } from '../protocol/encode.js'
 import { ParsedHandler } from '../protocol/handlers.js'
 import { needsParamTypes, serializeByValue, type Parser, type Serializer } from '../types/index.js'
@@ -11,7 +12,6 @@ import { StatementCache } from './statement-cache.js'
 const INVALID_SQL_STATEMENT_NAME = '26000'
 /** SQLSTATE 0A000, raised when a cached plan's result type changed (ALTER TABLE). */
 const FEATURE_NOT_SUPPORTED = '0A000'
-const TX_IDLE = 0x49 /* I */
 
 export interface RunnerHooks {
   /** Called after every exec with what it collected (notices, notifications). */
@@ -134,7 +134,7 @@ export class QueryRunner {
         // transaction is now aborted by it.
         if (error.code === INVALID_SQL_STATEMENT_NAME || error.code === FEATURE_NOT_SUPPORTED) {
           cache.drop(key)
-          if (mayRetry && c.txStatus === TX_IDLE) return this.#query(sql, params, options, false)
+          if (mayRetry && c.txStatus === TxStatus.Idle) return this.#query(sql, params, options, false)
         }
         throw withQuery(error, sql, params)
       }

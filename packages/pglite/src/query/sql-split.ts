@@ -1,7 +1,8 @@
 /**
- * Splits a simple Query's text into its statements the way the server's
- * grammar does, so that a Query holding `COPY ... FROM STDIN` can be run a
- * statement at a time. It knows the lexical forms that may hold a semicolon
+ * Splits SQL text into its statements the way Postgres's grammar does (the
+ * server runs a Query holding `COPY ... FROM STDIN` a statement at a time;
+ * the Prisma schema engine names the statement of a migration that failed).
+ * It knows the lexical forms that may hold a semicolon
  * (quoted strings, E'' strings, quoted identifiers, dollar quotes, nested
  * block comments, line comments) and, like psql's scanner, the semicolons
  * that do not end a statement: inside parentheses (CREATE RULE's action
@@ -241,16 +242,6 @@ function skipBlockComment(sql: string, at: number): number {
     }
   }
   return i
-}
-
-/**
- * The statements of `sql` when one of them is `COPY ... FROM STDIN`, else
- * undefined (most queries: a quick check spares them the split).
- */
-export function splitIfCopyFromClient(sql: string): SqlStatement[] | undefined {
-  if (!/copy/i.test(sql)) return undefined
-  const statements = splitStatements(sql)
-  return statements.some((s) => s.copiesFromClient) ? statements : undefined
 }
 
 /** How a statement changes the transaction block, as Postgres's `TransactionStmt` kinds group. */

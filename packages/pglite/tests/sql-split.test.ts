@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { splitIfCopyFromClient, splitStatements, transactionControl } from '../src/sql/sql-split.js'
+import { splitStatements, transactionControl } from '../src/query/sql-split.js'
 
 /** The statements' texts, as the server would run them. */
 function texts(sql: string): string[] {
@@ -84,12 +84,6 @@ describe('COPY FROM STDIN detection', () => {
       false,
       false,
     ])
-  })
-
-  it('spares queries without the word copy the split', () => {
-    expect(splitIfCopyFromClient('select 1; select 2')).toBeUndefined()
-    expect(splitIfCopyFromClient('copy t to stdout')).toBeUndefined()
-    expect(splitIfCopyFromClient('select 1; copy t from stdin')?.length).toBe(2)
   })
 })
 
