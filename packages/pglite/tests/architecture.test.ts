@@ -15,7 +15,6 @@ const ENGINE_OUTSIDE: Readonly<Record<string, string>> = {
   'engine/starter.ts -> extensions/contrib.ts': 'installs contrib bundles into a starting backend',
   'engine/template-disk.ts -> fs/process-identity.ts': 'whether the process holding a cache lock is alive',
   'engine/template.ts -> fs/tar.ts': 'templates are stored as tar archives',
-  'engine/tree-image.ts -> fs/gzip.ts': 'gzip of tree images',
 }
 
 /** Import circles (as sorted member lists), and why each is still there. */

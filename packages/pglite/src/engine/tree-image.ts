@@ -1,4 +1,4 @@
-import { gunzip } from '../fs/gzip.js'
+import { gunzip } from './gzip.js'
 import { isDirEntry, type DataTree, type TreeEntry } from './pgdata-tree.js'
 import { inNode } from './node-builtin.js'
 

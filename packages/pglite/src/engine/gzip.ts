@@ -1,9 +1,10 @@
 /**
- * gzip for data-directory dumps and extension bundles. Node's zlib runs on
- * the thread pool (a 40 MB directory would otherwise block the event loop for
- * hundreds of ms); elsewhere the standard `CompressionStream` does the work.
+ * gzip for the engine's tree images (tree-image.ts), data-directory dumps
+ * and extension bundles. Node's zlib runs on the thread pool (a 40 MB
+ * directory would otherwise block the event loop for hundreds of ms);
+ * elsewhere the standard `CompressionStream` does the work.
  */
-import { inNode } from '../engine/node-builtin.js'
+import { inNode } from './node-builtin.js'
 
 interface Zlib {
   gzip(input: Uint8Array, options: { level: number }, done: (err: Error | null, out: Uint8Array) => void): void
