@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { unpackTar } from '../src/fs/tar.js'
+import { unpackTar } from '../src/engine/tar.js'
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const PNPM = 'pnpm@10.34.8'

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
 import { IncompatibleDataDirError, PGlite } from '../src/index.js'
-import { unpackTar, packTar } from '../src/fs/tar.js'
+import { unpackTar, packTar } from '../src/engine/tar.js'
 import { tempDir } from './helpers.js'
 
 const here = dirname(fileURLToPath(import.meta.url))

@@ -5,7 +5,7 @@ import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { tempDir as makeTempDir } from './helpers.js'
 import type { TreeEntry } from '../src/engine/pgdata-tree.js'
-import { isGzip, packTar, TarError, unpackTar } from '../src/fs/tar.js'
+import { isGzip, packTar, TarError, unpackTar } from '../src/engine/tar.js'
 
 const DIR = 0o040000
 const REG = 0o100000

@@ -3,7 +3,7 @@ import { withoutDataChecksums } from './control-file.js'
 import { INITDB_BASE_ARGS, runInitdb } from './initdb.js'
 import { inNode } from './node-builtin.js'
 import type { DataTree } from './pgdata-tree.js'
-import { packTar, unpackTar } from '../fs/tar.js'
+import { packTar, unpackTar } from './tar.js'
 
 /** Bump when the on-disk template format or what goes into it changes. */
 const TEMPLATE_FORMAT = 2

@@ -9,7 +9,7 @@ import { PG_ROOT } from '../engine/module.js'
 import { sideModuleTrust } from '../engine/side-module-guard.js'
 import type { TreeEntry } from '../engine/pgdata-tree.js'
 import { gunzip } from '../engine/gzip.js'
-import { unpackTar } from '../fs/tar.js'
+import { unpackTar } from '../engine/tar.js'
 import { bundleBytes } from './contrib-bundles.js'
 import type { ContribExtension } from './contrib-types.js'
 

@@ -6,7 +6,7 @@
 import { EngineError, IncompatibleDataDirError } from '../errors.js'
 import type { DataTree, TreeEntry } from '../engine/pgdata-tree.js'
 import { gunzip, gzip } from '../engine/gzip.js'
-import { TarError, isGzip, packTar, unpackTar } from './tar.js'
+import { TarError, isGzip, packTar, unpackTar } from '../engine/tar.js'
 
 /** How `dumpDataDir` compresses: `'auto'` is gzip (every supported runtime has it). */
 export type DumpCompression = 'gzip' | 'none' | 'auto'

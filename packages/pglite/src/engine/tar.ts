@@ -1,8 +1,9 @@
 /**
- * POSIX ustar reader and writer for data directory dumps and the on-disk
- * template. Browser-safe: typed arrays and TextEncoder/TextDecoder only.
+ * POSIX ustar reader and writer of data trees: the on-disk template, data
+ * directory dumps and contrib bundles. Browser-safe: typed arrays and
+ * TextEncoder/TextDecoder only.
  */
-import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
+import { isDirEntry, type DataTree, type TreeEntry } from './pgdata-tree.js'
 
 /** A malformed, truncated or unsupported archive. */
 export class TarError extends Error {
