@@ -13,7 +13,6 @@ const ENGINE_OUTSIDE: Readonly<Record<string, string>> = {
   'engine/backend.ts -> protocol/frames.ts': 'COPY data frames for the streamed COPY source',
   'engine/wal-checkpoints.ts -> protocol/encode.ts': 'the frame writer of its CHECKPOINT request',
   'engine/starter.ts -> extensions/contrib.ts': 'installs contrib bundles into a starting backend',
-  'engine/template-disk.ts -> fs/process-identity.ts': 'whether the process holding a cache lock is alive',
 }
 
 /** Import circles (as sorted member lists), and why each is still there. */

@@ -4,7 +4,7 @@ import { crc32 } from 'node:zlib'
 import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { pidExists } from '../fs/process-identity.js'
+import { pidExists } from './process-alive.js'
 
 /**
  * Where templates live: `PGWASM_CACHE_DIR`, else `node_modules/.cache/pgwasm`

@@ -3,7 +3,8 @@ import { open, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { DataDirLockedError } from '../errors.js'
-import { holderState, ownIdentity, pidExists, type ProcessIdentity } from './process-identity.js'
+import { pidExists } from '../engine/process-alive.js'
+import { holderState, ownIdentity, type ProcessIdentity } from './process-identity.js'
 
 /** The lock file of a data directory: whoever created it owns the directory. */
 export const LOCK_FILE = '.pgwasm.lock'

@@ -112,13 +112,3 @@ async function readStat(pid: string): Promise<{ pid: number; state: string; star
   if (close < 0 || fields[0] === undefined || startTicks === undefined) return undefined
   return { pid: Number.parseInt(text, 10), state: fields[0], startTicks }
 }
-
-/** Whether a process with this pid exists (EPERM: it does, under another user). */
-export function pidExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
