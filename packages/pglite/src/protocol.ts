@@ -10,4 +10,4 @@
  * const inBlock = ready[0] === Backend.ReadyForQuery && ready[5] === TxStatus.InBlock
  * ```
  */
-export { Backend, FRONTEND_TYPES, Frontend, TxStatus } from './protocol/codes.js'
+export { Backend, FRONTEND_TYPES, Frontend, TxStatus } from './engine/message-codes.js'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { concat } from './helpers.js'
 import { FrameScanner, validateFrontendFrames, type FrameSink } from '../src/protocol/frames.js'
-import { FRONTEND_TYPES } from '../src/protocol/codes.js'
+import { FRONTEND_TYPES } from '../src/engine/message-codes.js'
 import { ProtocolError } from '../src/errors.js'
 
 function frame(type: string, body: Uint8Array | string): Uint8Array {

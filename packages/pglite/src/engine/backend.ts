@@ -31,6 +31,8 @@ import { recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
 import { nodeBuiltin } from './node-builtin.js'
 import { CHECKPOINT_REQUEST, CheckpointSchedule, SEGMENTS_PER_CHECKPOINT } from './wal-checkpoints.js'
+import { FrameWriter } from './frame-writer.js'
+import { Backend as BackendMessage } from './message-codes.js'
 import { copyInData } from '../protocol/frames.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
@@ -103,20 +105,11 @@ const STOP_POLL_MS = 10
 /** The memory a module starts with: the engine's own minimum (its wasm declares 2,048 pages). */
 export const DEFAULT_MEMORY = 128 * 1024 * 1024
 
-const BEGIN = frontendFrame(0x51 /* Q */, 'BEGIN\0')
-const COMMIT = frontendFrame(0x51 /* Q */, 'COMMIT\0')
-const ROLLBACK = frontendFrame(0x51 /* Q */, 'ROLLBACK\0')
-const COPY_FAIL = frontendFrame(0x66 /* f */, 'COPY FROM STDIN data must come in the same request as the COPY\0')
-const SYNC = frontendFrame(0x53 /* S */, '')
-
-function frontendFrame(type: number, body: string): Uint8Array {
-  const bytes = new TextEncoder().encode(body)
-  const frame = new Uint8Array(5 + bytes.length)
-  frame[0] = type
-  new DataView(frame.buffer).setInt32(1, 4 + bytes.length)
-  frame.set(bytes, 5)
-  return frame
-}
+const BEGIN = new FrameWriter().query('BEGIN').view().slice()
+const COMMIT = new FrameWriter().query('COMMIT').view().slice()
+const ROLLBACK = new FrameWriter().query('ROLLBACK').view().slice()
+const COPY_FAIL = new FrameWriter().copyFail('COPY FROM STDIN data must come in the same request as the COPY').view().slice()
+const SYNC = new FrameWriter().sync().view().slice()
 
 type NodeFsSync = { fsyncSync(fd: number): void; fdatasyncSync(fd: number): void }
 type NodeStream = { nfd?: number }
@@ -611,7 +604,7 @@ export class Backend {
    */
   get lastReadyStatus(): number {
     const t = this.#tail
-    return t[0] === 0x5a && t[1] === 0 && t[2] === 0 && t[3] === 0 && t[4] === 5 ? t[5]! : 0
+    return t[0] === BackendMessage.ReadyForQuery && t[1] === 0 && t[2] === 0 && t[3] === 0 && t[4] === 5 ? t[5]! : 0
   }
 
   /**

@@ -10,7 +10,7 @@
  * the segments it no longer needs (as many as `max_wal_size` allows stay).
  */
 
-import { FrameWriter } from '../protocol/encode.js'
+import { FrameWriter } from './frame-writer.js'
 
 /**
  * New segments (16 MB each by default) that make a checkpoint due: in

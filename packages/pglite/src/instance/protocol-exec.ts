@@ -6,7 +6,7 @@
 import type { Backend } from '../engine/backend.js'
 import type { ExecProtocolOptions, ExecProtocolResult } from '../exec-protocol-types.js'
 import type { NotifyRegistry } from '../notify.js'
-import { FRONTEND_TYPES, Frontend } from '../protocol/codes.js'
+import { FRONTEND_TYPES, Frontend } from '../engine/message-codes.js'
 import { validateFrontendFrames, validateStartupPacket } from '../protocol/frames.js'
 import { ParsedHandler, RawAccumulator, RawHandler, RawNotifyHandler, type ProtocolHandler } from '../protocol/handlers.js'
 import { MessageSink, type BackendMessage } from '../protocol/message-sink.js'

@@ -1,5 +1,5 @@
 import { ProtocolError } from '../errors.js'
-import { Frontend } from './codes.js'
+import { Frontend } from '../engine/message-codes.js'
 
 /**
  * Receives complete frames. The body is `buf[start, end)`; the 5-byte header

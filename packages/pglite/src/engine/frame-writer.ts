@@ -1,4 +1,4 @@
-import { Frontend } from './codes.js'
+import { Frontend } from './message-codes.js'
 
 const utf8 = new TextEncoder()
 
