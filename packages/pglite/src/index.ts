@@ -24,7 +24,7 @@ export { OID, defaultParsers as parsers, defaultSerializers as serializers } fro
 export type { Parser, Serializer } from './types/index.js'
 export type { BackendMessage } from './protocol/message-sink.js'
 /** The longest frame a frontend message of each type may have (Postgres' limits); for servers that forward client bytes. */
-export { maxFrontendMessageBytes } from './protocol/frames.js'
+export { maxFrontendMessageBytes } from './engine/frontend-frames.js'
 // The rest of `@electric-sql/pglite`'s root exports, same names and shapes.
 export * as types from './types-export.js'
 export type { TypeHandler } from './types-export.js'

@@ -33,7 +33,7 @@ import { nodeBuiltin } from './node-builtin.js'
 import { CHECKPOINT_REQUEST, CheckpointSchedule, SEGMENTS_PER_CHECKPOINT } from './wal-checkpoints.js'
 import { FrameWriter } from './frame-writer.js'
 import { Backend as BackendMessage } from './message-codes.js'
-import { copyInData } from '../protocol/frames.js'
+import { copyInData } from './frontend-frames.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
 export interface ProtocolSink {

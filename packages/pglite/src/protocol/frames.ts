@@ -1,5 +1,5 @@
 import { ProtocolError } from '../errors.js'
-import { Frontend } from '../engine/message-codes.js'
+import { FRAME_HEADER_BYTES as HEADER_BYTES, maxFrontendMessageBytes, uint32At } from '../engine/frontend-frames.js'
 
 /**
  * Receives complete frames. The body is `buf[start, end)`; the 5-byte header
@@ -10,7 +10,6 @@ export interface FrameSink {
   onFrame(type: number, buf: Uint8Array, start: number, end: number): void
 }
 
-const HEADER_BYTES = 5
 const everyType = (): boolean => true
 
 /**
@@ -120,36 +119,12 @@ export class FrameScanner {
   }
 }
 
-/** The unsigned big-endian 32-bit integer at `at`: a frame's length field, a startup packet's length and code. */
-function uint32At(buf: Uint8Array, at: number): number {
-  return ((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) >>> 0
-}
-
 function readLength(buf: Uint8Array, at: number): number {
   const length = uint32At(buf, at)
   if (length < 4 || length > 0x7fffffff) {
     throw new ProtocolError(`frame length ${length} is outside 4..2^31-1`, { code: 'BAD_FRAME' })
   }
   return length
-}
-
-/**
- * The longest frame (length field) Postgres accepts for a frontend message
- * type; over it the backend exits (PQ_SMALL/LARGE_MESSAGE_LIMIT in
- * postgres.c, SocketBackend). Bind, CopyData, FunctionCall, Parse and Query
- * may be large; every other message must stay small.
- */
-export function maxFrontendMessageBytes(type: number): number {
-  switch (type) {
-    case 0x42 /* B */:
-    case 0x64 /* d */:
-    case 0x46 /* F */:
-    case 0x50 /* P */:
-    case 0x51 /* Q */:
-      return 0x3fffffff
-    default:
-      return 10000
-  }
 }
 
 /** Frontend messages of the extended protocol, which leave the backend waiting for a Sync. */
@@ -195,26 +170,6 @@ export function validateFrontendFrames(message: Uint8Array, knownTypes: Readonly
     i += 1 + length
   }
   return unsynced
-}
-
-/**
- * Checks COPY data handed to a COPY in the middle of its request: whole
- * CopyData frames, of lengths Postgres accepts, and nothing else but one
- * CopyDone or CopyFail at the very end.
- * @returns 'ends' when it ends with that CopyDone or CopyFail, 'more' when it does not, undefined when it is not COPY data (or empty).
- */
-export function copyInData(bytes: Uint8Array): 'ends' | 'more' | undefined {
-  let at = 0
-  while (at < bytes.length) {
-    if (bytes.length - at < HEADER_BYTES) return undefined
-    const type = bytes[at]!
-    const length = uint32At(bytes, at + 1)
-    if (length < 4 || length > maxFrontendMessageBytes(type) || at + 1 + length > bytes.length) return undefined
-    at += 1 + length
-    if (type === Frontend.CopyDone || type === Frontend.CopyFail) return at === bytes.length ? 'ends' : undefined
-    if (type !== Frontend.CopyData) return undefined
-  }
-  return at > 0 ? 'more' : undefined
 }
 
 /**
