@@ -7,9 +7,21 @@ import type { PostgresModule } from './emscripten.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
 import type { DataTree } from './pgdata-tree.js'
-import { installContrib, type ContribExtension } from '../extensions/contrib.js'
 
 const PAGE = 65536
+
+/**
+ * What a module is prepared with before Postgres starts, on the start paths
+ * that keep such modules and their snapshots: files and side modules (the
+ * contrib bundles, which extensions/contrib.ts installs). Modules and
+ * snapshots are shared between preloads of one `key`: it must stand for
+ * the same side modules, installed in the same order, as their memory must
+ * line up.
+ */
+export interface ModulePreload {
+  readonly key: string
+  install(mod: PostgresModule): Promise<void>
+}
 
 /**
  * Snapshots of freshly started backends, by everything that shaped them
@@ -204,8 +216,8 @@ export function recycleBackend(backend: Backend): boolean {
   if (!blank) return false
   if (blank.control.links.preparedTable === undefined) pool.give(blank)
   else {
-    // Its side modules are preloaded already: the next database with the same contrib list takes it.
-    const key = contribKeys.get(blank.mod)
+    // Its side modules are preloaded already: the next database with the same preload takes it.
+    const key = preloadKeys.get(blank.mod)
     const preloaded = key === undefined ? undefined : preloadedPools.get(key)
     recycledBlanks.add(blank)
     if (preloaded) preloaded.give(blank)
@@ -406,55 +418,55 @@ async function forgetOnDisk(key: string, cacheDir: string | false | undefined): 
 
 /**
  * A new backend with the same state as `source` (idle; side modules only as
- * `contrib` preloaded them, which the copy preloads the same way).
+ * `preload` installed them, which the copy preloads the same way).
  */
-export async function restoreCopy(assets: EngineAssets, source: Backend, onLog?: (line: string) => void, contrib: readonly ContribExtension[] = []): Promise<Backend> {
+export async function restoreCopy(assets: EngineAssets, source: Backend, onLog: ((line: string) => void) | undefined, preload: ModulePreload): Promise<Backend> {
   const snapshot = source.snapshot()
-  if (snapshot.links) return restoreWithContrib(assets, snapshot, contrib, backendEnv('postgres', 'postgres'), onLog)
+  if (snapshot.links) return restoreWithContrib(assets, snapshot, preload, backendEnv('postgres', 'postgres'), onLog)
   const blank = await pool.take(assets, snapshot.pages)
   return Backend.restore(blank, snapshot, onLog)
 }
 
 /**
  * Snapshots of just-started backends with contrib side modules preloaded,
- * by start options and contrib list. In this process only: a bundle's bytes
+ * by start options and preload key. In this process only: a bundle's bytes
  * are not part of the key, and a module from another build of one would
  * not fit.
  */
 const contribSnapshots = new Map<string, EngineSnapshot>()
 
 /**
- * Starts an in-memory backend with `contrib` preloaded: a restore of this
+ * Starts an in-memory backend with `preload` installed: a restore of this
  * process's snapshot for the same options, else a boot that leaves one.
  */
-export async function startWithContrib(assets: EngineAssets, options: MemoryStartOptions, contrib: readonly ContribExtension[]): Promise<Backend> {
-  const key = JSON.stringify([snapshotKey(options), contribKey(contrib)])
+export async function startWithContrib(assets: EngineAssets, options: MemoryStartOptions, preload: ModulePreload): Promise<Backend> {
+  const key = JSON.stringify([snapshotKey(options), preload.key])
   const env = backendEnv(options.username, options.database)
   const snapshot = contribSnapshots.get(key)
   if (snapshot) {
     try {
-      return await restoreWithContrib(assets, snapshot, contrib, env, options.onLog)
+      return await restoreWithContrib(assets, snapshot, preload, env, options.onLog)
     } catch {
       // Its modules did not line up: boot, and keep the new snapshot instead.
       contribSnapshots.delete(key)
     }
   }
   const tree = await options.loadTree()
-  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod) => preloadContrib(mod, contrib) })
+  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod) => preloadContrib(mod, preload) })
   if (backend.isSnapshotable && !contribSnapshots.has(key)) {
     const taken = backend.snapshot()
     contribSnapshots.set(key, taken)
     // Sized now, so that this database's module, once closed, serves the next one.
-    preloadedPoolFor(contrib, env).prepare(taken.pages)
+    preloadedPoolFor(preload, env).prepare(taken.pages)
   }
   return backend
 }
 
-/** What `createCached` kept of a database with contrib modules after its setup, by start, contrib list and key (in this process). */
+/** What `createCached` kept of a database with contrib modules after its setup, by start, preload and key (in this process). */
 const contribStates = new Map<string, { readonly snapshot: EngineSnapshot; readonly note: string | undefined }>()
 
-function contribStateKey(options: MemoryStartOptions, contrib: readonly ContribExtension[], key: string): string {
-  return JSON.stringify([snapshotKey(options), contribKey(contrib), key])
+function contribStateKey(options: MemoryStartOptions, preload: ModulePreload, key: string): string {
+  return JSON.stringify([snapshotKey(options), preload.key, key])
 }
 
 /**
@@ -463,25 +475,25 @@ function contribStateKey(options: MemoryStartOptions, contrib: readonly ContribE
  * as a module's side modules must be preloaded in the same order for its
  * memory to line up.
  */
-export function saveContribState(options: MemoryStartOptions, contrib: readonly ContribExtension[], key: string, backend: Backend, note: string | undefined): void {
+export function saveContribState(options: MemoryStartOptions, preload: ModulePreload, key: string, backend: Backend, note: string | undefined): void {
   if (!backend.isSnapshotable) return
   const snapshot = backend.snapshot()
-  contribStates.set(contribStateKey(options, contrib, key), { snapshot, note })
-  preloadedPoolFor(contrib, backendEnv(options.username, options.database)).prepare(snapshot.pages)
+  contribStates.set(contribStateKey(options, preload, key), { snapshot, note })
+  preloadedPoolFor(preload, backendEnv(options.username, options.database)).prepare(snapshot.pages)
 }
 
 /** A copy of the database {@link saveContribState} kept under `key`, or undefined (none, or it did not line up). */
 export async function restoreContribState(
   assets: EngineAssets,
   options: MemoryStartOptions,
-  contrib: readonly ContribExtension[],
+  preload: ModulePreload,
   key: string,
 ): Promise<{ backend: Backend; note: string | undefined } | undefined> {
-  const id = contribStateKey(options, contrib, key)
+  const id = contribStateKey(options, preload, key)
   const saved = contribStates.get(id)
   if (!saved) return undefined
   try {
-    const backend = await restoreWithContrib(assets, saved.snapshot, contrib, backendEnv(options.username, options.database), options.onLog)
+    const backend = await restoreWithContrib(assets, saved.snapshot, preload, backendEnv(options.username, options.database), options.onLog)
     return { backend, note: saved.note }
   } catch {
     contribStates.delete(id)
@@ -498,50 +510,45 @@ export async function restoreContribState(
 async function restoreWithContrib(
   assets: EngineAssets,
   snapshot: EngineSnapshot,
-  contrib: readonly ContribExtension[],
+  preload: ModulePreload,
   env: Record<string, string>,
   onLog: ((line: string) => void) | undefined,
 ): Promise<Backend> {
-  const blank = await preloadedPoolFor(contrib, env).take(assets, snapshot.pages)
+  const blank = await preloadedPoolFor(preload, env).take(assets, snapshot.pages)
   if (!recycledBlanks.has(blank)) return Backend.restore(blank, snapshot, onLog)
   try {
     return Backend.restore(blank, snapshot, onLog)
   } catch {
     // A module that served another snapshot may hold other functions where this one needs its own: a fresh one has none.
-    return Backend.restore(await makePreloaded(assets, contrib, env, Math.max(DEFAULT_MEMORY, snapshot.pages * PAGE)), snapshot, onLog)
+    return Backend.restore(await makePreloaded(assets, preload, env, Math.max(DEFAULT_MEMORY, snapshot.pages * PAGE)), snapshot, onLog)
   }
 }
 
 /** Modules that served a database before (see recycleBackend). */
 const recycledBlanks = new WeakSet<BlankModule>()
 
-/** Which contrib list each module preloaded, so that a closed database's module serves the next one with the same list. */
-const contribKeys = new WeakMap<PostgresModule, string>()
+/** Which preload each module holds, so that a closed database's module serves the next one with the same. */
+const preloadKeys = new WeakMap<PostgresModule, string>()
 
-/** Preloads `contrib` into a module that ran nothing yet, and notes which list it holds. */
-async function preloadContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
-  await installContrib(mod, contrib)
-  contribKeys.set(mod, contribKey(contrib))
+/** Installs `preload` into a module that ran nothing yet, and notes which one it holds. */
+async function preloadContrib(mod: PostgresModule, preload: ModulePreload): Promise<void> {
+  await preload.install(mod)
+  preloadKeys.set(mod, preload.key)
 }
 
-function contribKey(contrib: readonly ContribExtension[]): string {
-  return JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath), c.loadOnUse === true]))
-}
-
-/** Per contrib list, modules with it preloaded: closed databases' ones, and one made ahead. */
+/** Per preload key, modules with it installed: closed databases' ones, and one made ahead. */
 const preloadedPools = new Map<string, ModulePool>()
 
-function preloadedPoolFor(contrib: readonly ContribExtension[], env: Record<string, string>): ModulePool {
-  const key = contribKey(contrib)
-  let preloaded = preloadedPools.get(key)
-  if (!preloaded) preloadedPools.set(key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, contrib, env, bytes), false)))
+function preloadedPoolFor(preload: ModulePreload, env: Record<string, string>): ModulePool {
+  let preloaded = preloadedPools.get(preload.key)
+  if (!preloaded) preloadedPools.set(preload.key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, preload, env, bytes), false)))
   return preloaded
 }
 
-async function makePreloaded(assets: EngineAssets, contrib: readonly ContribExtension[], env: Record<string, string>, bytes: number): Promise<BlankModule> {
+async function makePreloaded(assets: EngineAssets, preload: ModulePreload, env: Record<string, string>, bytes: number): Promise<BlankModule> {
   const blank = await BlankModule.create(assets, env, bytes)
   try {
-    await preloadContrib(blank.mod, contrib)
+    await preloadContrib(blank.mod, preload)
   } catch (err) {
     blank.discard()
     throw err

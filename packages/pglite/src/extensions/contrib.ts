@@ -5,6 +5,7 @@
  * instantiated ahead, so `CREATE EXTENSION` (or `LOAD`) finds them ready.
  */
 import type { PostgresModule } from '../engine/emscripten.js'
+import type { ModulePreload } from '../engine/starter.js'
 import { PG_ROOT } from '../engine/module.js'
 import { sideModuleTrust } from '../engine/side-module-guard.js'
 import type { TreeEntry } from '../engine/pgdata-tree.js'
@@ -45,6 +46,19 @@ export function withPreloadLibraries(args: string[], contrib: readonly ContribEx
   if (at < 0) out.push('-c', `shared_preload_libraries=${merged}`)
   else out[at] = `shared_preload_libraries=${merged}`
   return out
+}
+
+/**
+ * `contrib` as the engine's start paths preload it: installed by
+ * {@link installContrib}, under a key that tells lists apart by what they
+ * install, so that a module or snapshot made for one list serves the next
+ * instance with the same list.
+ */
+export function contribPreload(contrib: readonly ContribExtension[]): ModulePreload {
+  return {
+    key: JSON.stringify(contrib.map((c) => [c.name, c.bundle, c.bundlePath === undefined ? null : String(c.bundlePath), c.loadOnUse === true])),
+    install: (mod) => installContrib(mod, contrib),
+  }
 }
 
 /** Unpacked bundles by name or file, once per process: every instance reads the same files. */

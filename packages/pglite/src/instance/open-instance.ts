@@ -20,11 +20,12 @@ import {
   startInMemory,
   startWithContrib,
   type MemoryStartOptions,
+  type ModulePreload,
   type SnapshotKeyParts,
 } from '../engine/starter.js'
 import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow } from '../engine/template.js'
 import type { ContribExtension } from '../extensions/contrib-types.js'
-import { installContrib, withPreloadLibraries } from '../extensions/contrib.js'
+import { contribPreload, withPreloadLibraries } from '../extensions/contrib.js'
 import { parseDataDir, type DirClaim } from '../fs/data-dir.js'
 import { readDataDirArchive, type DataDirArchive } from '../fs/dump.js'
 import type { JournaledStore } from '../fs/journaled-store.js'
@@ -107,6 +108,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   // that names a bundle (pgvector's package) is installed as a contrib module.
   const bundles = await request.setUpAddOns()
   const contrib = [...request.contrib, ...bundles]
+  const preload = contribPreload(contrib)
   const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
   if (
     spec.kind === 'memory' &&
@@ -241,10 +243,10 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   let stateKeyParts: SnapshotKeyParts | undefined
   let restoredState = false
   /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
-  let contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined
+  let contribState: { readonly start: MemoryStartOptions; readonly preload: ModulePreload } | undefined
   try {
     if (opts.cloneOf) {
-      backend = await restoreCopy(assets, opts.cloneOf, onLog, contrib)
+      backend = await restoreCopy(assets, opts.cloneOf, onLog, preload)
       // Inside the source's turn: the snapshot the copy came from, kept until the source runs again.
       cloneSource = opts.cloneOf.snapshot()
       savedArrayTypes = cloneArrayTypes.get(cloneSource)
@@ -259,7 +261,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
         ),
         initialMemory: opts.initialMemory,
         onLog,
-        prepare: contrib.length > 0 ? (mod: PostgresModule) => installContrib(mod, contrib) : undefined,
+        prepare: contrib.length > 0 ? (mod: PostgresModule) => preload.install(mod) : undefined,
         afterMount: store ? (mod: PostgresModule) => store?.current?.attach(mod) : undefined,
       }
       // A database made from the template in memory: its start can be a snapshot's.
@@ -280,11 +282,11 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
         // Contrib side modules preloaded the same way each time: a later
         // instance restores the first one's start, or (createCached) the
         // state its setup left.
-        const saved = opts.savedState === undefined ? undefined : await restoreContribState(assets, memoryStart, contrib, opts.savedState)
-        if (opts.savedState !== undefined) contribState = { start: memoryStart, contrib }
+        const saved = opts.savedState === undefined ? undefined : await restoreContribState(assets, memoryStart, preload, opts.savedState)
+        if (opts.savedState !== undefined) contribState = { start: memoryStart, preload }
         restoredState = saved !== undefined
         savedArrayTypes = saved && parseArrayTypes(saved.note)
-        backend = saved?.backend ?? (await startWithContrib(assets, memoryStart, contrib))
+        backend = saved?.backend ?? (await startWithContrib(assets, memoryStart, preload))
       } else {
         backend = await Backend.start(assets, backendOptions)
         if (mount.kind === 'node') {
@@ -325,9 +327,9 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
 
 function saveStateOf(
   keyParts: SnapshotKeyParts | undefined,
-  contribState: { readonly start: MemoryStartOptions; readonly contrib: readonly ContribExtension[] } | undefined,
+  contribState: { readonly start: MemoryStartOptions; readonly preload: ModulePreload } | undefined,
 ): OpenedInstance['saveState'] {
-  if (contribState) return async (key, backend, note) => saveContribState(contribState.start, contribState.contrib, key, backend, note)
+  if (contribState) return async (key, backend, note) => saveContribState(contribState.start, contribState.preload, key, backend, note)
   if (keyParts) return (key, backend, note) => saveState(keyParts, key, backend, note)
   return undefined
 }
