@@ -8,6 +8,7 @@ export type {
   LeaseClient,
 } from './pglite.js'
 export type { PGliteExtension, PGliteExtensionSetup, PGliteOptions } from './options.js'
+export type { PGliteInterface } from './interface.js'
 export type { SessionTimeouts } from './engine/backend.js'
 export type { UtilityStatement, UtilityRefusal } from './engine/utility-hook.js'
 export type { ActivityRow } from './engine/activity-report.js'

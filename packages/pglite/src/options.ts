@@ -4,7 +4,7 @@ import type { ContribExtension } from './extensions/contrib-types.js'
 import type { DataDirArchive } from './fs/dump.js'
 import type { Filesystem } from './fs-compat/filesystem.js'
 import type { PGliteExtensionSetup } from './extensions/add-on-setup.js'
-import type { PGlite } from './pglite.js'
+import type { PGliteInterface } from './interface.js'
 import type { Parser, Serializer } from './types/index.js'
 
 export type { PGliteExtensionSetup }
@@ -23,7 +23,7 @@ export interface PGliteExtension {
    * once the database is ready; `close` runs first thing in `db.close()`,
    * while queries still work.
    */
-  setup(db: PGlite, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
+  setup(db: PGliteInterface, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
   /** Compile its bundle's side modules at first use rather than before the engine starts (see `onUse`). */
   readonly loadOnUse?: boolean
 }
@@ -37,7 +37,7 @@ export type ExtensionNamespaces<E> =
       : {
           // Contrib bundles add no namespace: their keys are left out.
           readonly [K in keyof E as E[K] extends PGliteExtension ? K : never]: E[K] extends {
-            setup(db: PGlite): Promise<{ namespaceObj?: infer N }>
+            setup(db: PGliteInterface): Promise<{ namespaceObj?: infer N }>
           }
             ? N
             : never

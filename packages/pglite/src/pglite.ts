@@ -23,6 +23,7 @@ import { InstanceEngine } from './instance/instance-engine.js'
 import type { ExecProtocolOptions, ExecProtocolResult, ExecProtocolStreamOptions } from './exec-protocol-types.js'
 import type { EngineLease } from './lease-types.js'
 import type { Transaction } from './transaction-types.js'
+import type { PGliteInterface } from './interface.js'
 
 export type { PGliteOptions }
 export type { ExecProtocolOptions, ExecProtocolResult, ExecProtocolStreamOptions } from './exec-protocol-types.js'
@@ -46,7 +47,7 @@ const asyncDispose: typeof Symbol.asyncDispose =
  * await db.close()
  * ```
  */
-export class PGlite implements AsyncDisposable {
+export class PGlite implements PGliteInterface {
   /** The Postgres arguments every instance starts with (as PGlite's `defaultStartParams`); `startParams` replaces them. */
   static readonly defaultStartParams: readonly string[] = BASE_ARGS
 
@@ -478,6 +479,11 @@ export class PGlite implements AsyncDisposable {
 }
 
 export { ProtocolError, EngineError }
+
+// Fails to compile when the class gains a public member its interface lacks:
+// add-ons see the instance through the interface. `_internalStats` is for tests.
+type NoneMissing<Missing extends never> = Missing
+type PGliteInterfaceComplete = NoneMissing<Exclude<keyof PGlite, keyof PGliteInterface | '_internalStats'>>
 
 /** Maps PGlite's `fs` option to the `dataDir` it stands for; the two must agree. */
 function withFsDataDir(opts: PGliteOptions): PGliteOptions {

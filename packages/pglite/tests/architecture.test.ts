@@ -14,7 +14,6 @@ const ENGINE_OUTSIDE: Readonly<Record<string, string>> = {
 
 /** Import circles (as sorted member lists), and why each is still there. */
 const CIRCLES: Readonly<Record<string, string>> = {
-  'options.ts pglite.ts': 'the add-on setup type names the PGlite class',
   'worker/calls.ts worker/client.ts worker/options.ts worker/protocol.ts': 'the worker add-on setup type names the PGliteWorker class',
 }
 
