@@ -3,11 +3,19 @@ import type { DataTree } from './engine/pgdata-tree.js'
 import type { ContribExtension } from './extensions/contrib-types.js'
 import type { DataDirArchive } from './fs/dump.js'
 import type { Filesystem } from './fs-compat/filesystem.js'
-import type { PGliteExtensionSetup } from './extensions/add-on-setup.js'
 import type { PGliteInterface } from './interface.js'
 import type { Parser, Serializer } from './types/index.js'
 
-export type { PGliteExtensionSetup }
+/** What an add-on's `setup` returns (every part optional). */
+export interface PGliteExtensionSetup {
+  namespaceObj?: unknown
+  close?: () => Promise<void>
+  init?: () => Promise<void>
+  /** A bundle (`.tar.gz`) to install before Postgres starts: a path or `file:` URL in Node, a URL in the browser. */
+  bundlePath?: string | URL
+  /** Accepted for PGlite's add-ons and not used: the engine's module options are pgwasm's own. */
+  emscriptenOpts?: unknown
+}
 
 /**
  * An add-on, as PGlite's `extensions` (e.g. `live` from

@@ -2,27 +2,18 @@
  * Add-ons (PGlite's extension API) on a starting instance: their `setup`
  * before the engine starts, their namespaces and `init`s once it is ready.
  */
-import type { PGliteExtensionSetup } from './add-on-setup.js'
+import type { PGliteInterface } from '../interface.js'
+import type { PGliteExtension, PGliteExtensionSetup } from '../options.js'
 import { isContribExtension } from './contrib.js'
 import type { ContribExtension } from './contrib-types.js'
-
-/**
- * An add-on as `PGliteExtension` describes it, with the instance's type as
- * a parameter: the option types name the PGlite class, which imports this.
- */
-export interface AddOn<D> {
-  readonly name: string
-  setup(db: D, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
-  readonly loadOnUse?: boolean
-}
 
 /** An add-on set up, by its key in `extensions`. */
 export type ReadyAddOn = readonly [key: string, setup: PGliteExtensionSetup]
 
 /** Calls every add-on's `setup` (the instance is not started yet); its bundle, if it names one, becomes a contrib module. */
-export async function setUpAddOns<D extends object>(
-  db: D,
-  extensions: Readonly<Record<string, AddOn<D> | ContribExtension>> | undefined,
+export async function setUpAddOns(
+  db: PGliteInterface,
+  extensions: Readonly<Record<string, PGliteExtension | ContribExtension>> | undefined,
 ): Promise<{ ready: ReadyAddOn[]; bundles: ContribExtension[] }> {
   const ready: ReadyAddOn[] = []
   const bundles: ContribExtension[] = []
