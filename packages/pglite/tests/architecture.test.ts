@@ -14,7 +14,6 @@ const ENGINE_OUTSIDE: Readonly<Record<string, string>> = {
 
 /** Import circles (as sorted member lists), and why each is still there. */
 const CIRCLES: Readonly<Record<string, string>> = {
-  'worker/calls.ts worker/client.ts worker/options.ts worker/protocol.ts': 'the worker add-on setup type names the PGliteWorker class',
 }
 
 /** Source files over 500 lines, and why each is still one file. */

@@ -18,6 +18,7 @@ import { openChannel, type Channel, type Death, type WorkerLike } from './port.j
 import { PageLane, withPageLane } from './shared-lane.js'
 import { ownsBuffer } from './transfer.js'
 import { NO_TRANSACTION, type OpValues, type Reply, type Request } from './protocol.js'
+import type { PGliteWorkerInterface } from './interface.js'
 
 const asyncDispose: typeof Symbol.asyncDispose =
   (Symbol as { asyncDispose?: typeof Symbol.asyncDispose }).asyncDispose ??
@@ -34,7 +35,7 @@ const asyncDispose: typeof Symbol.asyncDispose =
  * const { rows } = await pg.query('select $1::int as n', [1])
  * ```
  */
-export class PGliteWorker implements AsyncDisposable {
+export class PGliteWorker implements PGliteWorkerInterface {
   /** Resolves when the worker's database is ready; rejects with what `init` threw, as the same class. */
   readonly waitReady: Promise<void>
   /** The `debug` option given (the server log, if any, is written in the worker). */
@@ -469,6 +470,11 @@ export class PGliteWorker implements AsyncDisposable {
     return new ClosedError(this.#closed ? `the PGliteWorker is closed: ${this.#closeReason}` : 'the PGliteWorker is closing')
   }
 }
+
+// Fails to compile when the class gains a public member its interface lacks:
+// page add-ons see the instance through the interface. `_internalStats` is for tests.
+type NoneMissing<Missing extends never> = Missing
+type PGliteWorkerInterfaceComplete = NoneMissing<Exclude<keyof PGliteWorker, keyof PGliteWorkerInterface | '_internalStats'>>
 
 /**
  * The add-ons that run on the page, in order.

@@ -1,5 +1,5 @@
 import type { PGliteExtensionSetup, PGliteOptions } from '../options.js'
-import type { PGliteWorker } from './client.js'
+import type { PGliteWorkerInterface } from './interface.js'
 import { signalOfFlag } from '../query/abort.js'
 import type { Notice, QueryOptions } from '../query/results.js'
 
@@ -25,7 +25,7 @@ export interface PGliteWorkerInitOptions
  */
 export interface PGliteWorkerExtension {
   name: string
-  setup(db: PGliteWorker, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
+  setup(db: PGliteWorkerInterface, emscriptenOpts?: Record<string, unknown>, clientOnly?: boolean): Promise<PGliteExtensionSetup>
 }
 
 /** What `PGliteWorker.create(worker, { extensions })` adds to the page's instance: `pg[key]` per add-on. */
