@@ -32,7 +32,7 @@ import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './cle
 import { nodeBuiltin } from './node-builtin.js'
 import { CHECKPOINT_REQUEST, CheckpointSchedule, SEGMENTS_PER_CHECKPOINT } from './wal-checkpoints.js'
 import { FrameWriter } from './frame-writer.js'
-import { Backend as BackendMessage } from './message-codes.js'
+import { Backend as BackendMessage, TxStatus } from './message-codes.js'
 import { copyInData } from './frontend-frames.js'
 
 /** What the engine writes to: one chunk of backend wire bytes at a time. */
@@ -157,9 +157,6 @@ function explainCrash(log: readonly string[], cause: unknown): string {
     : ''
   return `${lines.slice(-3).join(' | ')}.${advice}`
 }
-
-/** The ReadyForQuery status of a session outside a transaction block. */
-const READY_IDLE = 0x49 /* I */
 
 /** A session timeout that ran out between two requests. */
 export interface ExpiredTimeout {
@@ -796,10 +793,10 @@ export class Backend {
     }
     if (failure !== undefined) this.#die(failure)
     const status = this.lastReadyStatus
-    if (status === READY_IDLE) this.#transactionSince = undefined
+    if (status === TxStatus.Idle) this.#transactionSince = undefined
     else if (status !== 0) this.#transactionSince ??= started
     this.#idleSince = performance.now()
-    if (status === READY_IDLE && !this.#checkpointing && this.#checkpoints.due(this.#idleSince)) this.#checkpoint()
+    if (status === TxStatus.Idle && !this.#checkpointing && this.#checkpoints.due(this.#idleSince)) this.#checkpoint()
   }
 
   /** Runs a checkpoint as a request of its own, its reply unseen (wal-checkpoints.ts). */
