@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config'
 
-const fixtures = new URL('./packages/pglite/tests/fixtures/', import.meta.url).pathname
+/** The setup files and reporters every project shares (the private @pgwasm/test-support package). */
+const fixtures = new URL('./packages/test-support/src/vitest/', import.meta.url).pathname
 /** Under CI=true: fails the run when native PostgreSQL, psql, pgbench or Chromium is missing. */
 const ciTools = `${fixtures}ci-tools-setup.ts`
 /** Fails the run when a workspace package the tests import by name was not rebuilt after a change. */

@@ -3,7 +3,7 @@
 // Each vitest run ends with how many tests that need native PostgreSQL,
 // psql/pgbench or Chromium passed, failed and were skipped; with CI=true a
 // missing tool fails the run (PGWASM_SIMULATE_MISSING=native,psql,pgbench,
-// chromium,firefox,webkit pretends one is missing: packages/pglite/tests/fixtures/required-tools.ts).
+// chromium,firefox,webkit pretends one is missing: packages/test-support/src/required-tools.ts).
 //
 // Each vitest run has a time limit (PGWASM_RUN_LIMIT_MINUTES, 30 by default):
 // a test that blocks its worker never reaches vitest's own timeouts, so past

@@ -11,7 +11,7 @@ import type { TestApi } from './browser/app.js'
 import type { StoreTestApi } from './browser/store.js'
 import { PGlite } from '../src/index.js'
 import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from './fixtures/chromium.js'
-import { findChromium } from './fixtures/required-tools.js'
+import { findChromium } from '@pgwasm/test-support/required-tools'
 
 /**
  * The browser build in real headless Chromium (Debian's `chromium`): a page
