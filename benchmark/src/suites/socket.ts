@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer, Socket } from 'node:net'
+import { Socket } from 'node:net'
+import { freePort } from '@pgwasm/test-support/net'
 import { loadPg } from '../anchors.js'
 import { bundleChild } from '../child.js'
 import { errorText, withDeadline, type SuiteRun } from '../harness.js'
@@ -45,17 +46,6 @@ export function caseNames(): { name: string; unit: Unit }[] {
   out.push({ name: `${PIPELINED}: batch latency`, unit: 'ms' }, { name: `${PIPELINED}: throughput`, unit: 'queries/s' })
   out.push({ name: PGBENCH, unit: 'tps' })
   return out
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const s = createServer()
-    s.once('error', fail)
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address()
-      s.close(() => (typeof addr === 'object' && addr ? done(addr.port) : fail(new Error('no port'))))
-    })
-  })
 }
 
 async function startHost(file: string, impl: 'ours' | 'pglite-socket'): Promise<{ port: number; child: ChildProcess }> {

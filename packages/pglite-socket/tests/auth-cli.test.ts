@@ -7,17 +7,15 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { AUTH_METHODS, PGliteServer } from '../src/index.js'
+import { HOST } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import {
   Cli,
-  HOST,
   RawClient,
   Waiters,
   endQuietly,
   errorFields,
   frame,
-  hasProgram,
-  libpqEnv,
-  run,
   queryFrame,
   runCli,
   cliEnv,

@@ -3,14 +3,12 @@ import { connect } from 'node:net'
 import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { HOST, freePort } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv } from '@pgwasm/test-support/processes'
 import {
   Cli,
-  HOST,
   backendKey,
   endQuietly,
-  freePort,
-  hasProgram,
-  libpqEnv,
   pgClient,
   queryFrame,
   sendCancelRequest,

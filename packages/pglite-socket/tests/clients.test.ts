@@ -5,16 +5,14 @@ import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGliteServer } from '../src/index.js'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import {
   cstr,
   deferred,
   endQuietly,
   errorFields,
   frame,
-  hasProgram,
-  libpqEnv,
   queryFrame,
-  run,
   useDatabase,
   useServedDatabase,
   withRawClient,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { cstr, errorFields, findNativePostgres, frame, int32, queryFrame, RawClient, servedTarget, startNativePostgres, within, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
+import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, within, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 /*
  * COPY FROM STDIN sent through the extended protocol (Parse, Bind,

@@ -5,15 +5,13 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import type { PGliteServerOptions } from '../src/index.js'
+import { HOST } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import {
-  HOST,
   ThreadClient,
   errorFields,
   frame,
-  hasProgram,
-  libpqEnv,
   queryFrame,
-  run,
   serve,
   type BackendMessage,
   type Served,

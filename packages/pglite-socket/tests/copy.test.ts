@@ -3,7 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { cstr, errorFields, findNativePostgres, frame, hasProgram, HOST, libpqEnv, queryFrame, RawClient, run, servedTarget, startNativePostgres, useServedDatabase, within, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
+import { HOST } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
+import { cstr, errorFields, frame, queryFrame, RawClient, servedTarget, useServedDatabase, within, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 const WAIT_MS = 10_000
 const native = findNativePostgres()

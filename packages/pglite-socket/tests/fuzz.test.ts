@@ -2,7 +2,8 @@ import { connect } from 'node:net'
 import fc from 'fast-check'
 import { serialize } from 'pg-protocol'
 import { describe, expect, it } from 'vitest'
-import { HOST, pgClient, startupPacket, useServedDatabase } from './helpers.js'
+import { HOST } from '@pgwasm/test-support/net'
+import { pgClient, startupPacket, useServedDatabase } from './helpers.js'
 
 const validMessages = [
   serialize.query('select 1'),

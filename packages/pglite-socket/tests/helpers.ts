@@ -1,6 +1,5 @@
 /** Shared helpers of the pglite-socket tests: servers, raw wire clients, child processes. */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { connect, type Socket } from 'node:net'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -8,17 +7,9 @@ import { Worker } from 'node:worker_threads'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
+import { HOST } from '@pgwasm/test-support/net'
+import { run, type ProcessResult } from '@pgwasm/test-support/processes'
 import { PGliteServer, type PGliteServerOptions } from '../src/index.js'
-import { freePort, type NativeInstall } from '../../pglite/tests/fixtures/native-postgres.js'
-
-export { findNativePostgres, freePort, type NativeInstall } from '../../pglite/tests/fixtures/native-postgres.js'
-
-export const HOST = '127.0.0.1'
-
-/** Whether a program is on PATH (psql, pgbench). */
-export function hasProgram(name: string): boolean {
-  return spawnSync('which', [name], { stdio: 'ignore' }).status === 0
-}
 
 /** A promise plus the functions that settle it. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (err: unknown) => void } {
@@ -425,66 +416,7 @@ export function backendKey(client: pg.Client): { processId: number; secret: numb
 }
 
 // ---------------------------------------------------------------------------
-// Child processes
-
-export interface ProcessResult {
-  code: number | null
-  signal: NodeJS.Signals | null
-  stdout: string
-  stderr: string
-}
-
-/**
- * Runs a program to its end, killing it after `timeoutMs` (the promise then
- * rejects with what it printed so far).
- */
-export async function run(
-  command: string,
-  args: string[],
-  options: { timeoutMs: number; env?: NodeJS.ProcessEnv; cwd?: string },
-): Promise<ProcessResult> {
-  const child = spawn(command, args, {
-    env: options.env ?? process.env,
-    cwd: options.cwd,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-  const exited = new Promise<ProcessResult>((resolve, reject) => {
-    child.once('error', reject)
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
-  })
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      exited,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new Error(
-                `${command} ${args.join(' ')} did not finish within ${options.timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`,
-              ),
-            ),
-          options.timeoutMs,
-        )
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  }
-}
-
-/** Environment for libpq tools: no stray PG* settings from the machine, a bounded connect. */
-export function libpqEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v
-  env.PGCONNECT_TIMEOUT = '20'
-  return env
-}
+// The CLI as a child process
 
 const packageDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 const repoRoot = resolve(packageDir, '../..')
@@ -551,46 +483,4 @@ export function cliEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env }
   delete env.PGWASM_PASSWORD
   return env
-}
-
-// ---------------------------------------------------------------------------
-// Native PostgreSQL
-
-
-export interface NativeServer {
-  port: number
-  stop(): Promise<void>
-}
-
-/** A throwaway cluster under /tmp on 127.0.0.1 (trust, user postgres), removed by `stop()`. */
-export async function startNativePostgres(native: NativeInstall): Promise<NativeServer> {
-  const dir = mkdtempSync('/tmp/pgwasm-socket-native-')
-  const asUser = (command: string, args: string[]): [string, string[]] =>
-    native.asUser ? ['runuser', ['-u', native.asUser, '--', command, ...args]] : [command, args]
-  if (native.asUser) {
-    const uid = Number(execFileSync('id', ['-u', native.asUser]).toString().trim())
-    const gid = Number(execFileSync('id', ['-g', native.asUser]).toString().trim())
-    chownSync(dir, uid, gid)
-  }
-  const port = await freePort()
-  const data = join(dir, 'data')
-  const stop = async (): Promise<void> => {
-    await run(...asUser(join(native.bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']), { timeoutMs: 60_000 }).catch(() => {})
-    rmSync(dir, { recursive: true, force: true })
-  }
-  try {
-    const init = await run(...asUser(join(native.bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C']), {
-      timeoutMs: 120_000,
-    })
-    if (init.code !== 0) throw new Error(`initdb failed: ${init.stderr}`)
-    const options = `-p ${port} -k ${dir} -c listen_addresses=${HOST} -c timezone=UTC -c fsync=off`
-    const started = await run(...asUser(join(native.bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', options, 'start']), {
-      timeoutMs: 120_000,
-    })
-    if (started.code !== 0) throw new Error(`pg_ctl start failed: ${started.stderr}`)
-  } catch (err) {
-    await stop()
-    throw err
-  }
-  return { port, stop }
 }

@@ -3,7 +3,8 @@ import { connect as tcpConnect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Cli, backendKey, hasProgram, libpqEnv, run, sendCancelRequest, startupPacket, within } from './helpers.js'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
+import { Cli, backendKey, sendCancelRequest, startupPacket, within } from './helpers.js'
 
 /*
  * Statements that compute without calling out of the engine (issue

@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { lastJsonLine, RUNTIMES, startUnder, type Started } from '../../pglite/tests/fixtures/runtimes.js'
-import { freePort, within } from './helpers.js'
+import { freePort } from '@pgwasm/test-support/net'
+import { within } from './helpers.js'
 
 /*
  * pgwasm-server and the pg bridge under Bun and Deno (from the workspace's

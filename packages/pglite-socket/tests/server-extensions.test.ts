@@ -2,7 +2,8 @@ import { rmSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../../pglite/tests/helpers.js'
-import { Cli, HOST, endQuietly, runCli } from './helpers.js'
+import { HOST } from '@pgwasm/test-support/net'
+import { Cli, endQuietly, runCli } from './helpers.js'
 
 /*
  * pgwasm-server as a PostgreSQL server with contrib installed: every bundled

@@ -1,5 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process'
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -7,7 +7,7 @@ import { PGlite as UpstreamPGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EngineError, PGlite } from '../src/index.js'
 import { live } from '../src/live.js'
-import { findNativePostgres, freePort } from './fixtures/native-postgres.js'
+import { findNativePostgres, startNativePostgres, type NativeServer } from '@pgwasm/test-support/native-postgres'
 import { tempDir as makeTempDir } from './helpers.js'
 
 const run = promisify(execFile)
@@ -330,35 +330,18 @@ describe('dumpSql', () => {
   describe.skipIf(!native)(
     native ? 'loaded by psql into native PostgreSQL' : 'loaded by psql into native PostgreSQL (skipped: initdb, pg_ctl or psql not installed)',
     () => {
-      let dir: string
-      let port: number
+      let cluster: NativeServer | undefined
       let loadError: unknown
 
-      const asUser = (command: string, args: string[]): [string, string[]] =>
-        native!.asUser ? ['runuser', ['-u', native!.asUser, '--', command, ...args]] : [command, args]
       const psql = async (...args: string[]): Promise<string> => {
-        const { stdout } = await run(native!.psql, ['-X', '-h', dir, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', ...args])
+        const { stdout } = await run(native!.psql, ['-X', '-h', cluster!.dir, '-p', String(cluster!.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', ...args])
         return stdout
       }
       const nativeOne = async (query: string): Promise<string> => (await psql('-qAt', '-c', query)).trim()
 
       beforeAll(async () => {
-        dir = mkdtempSync(join('/tmp', 'pgwasm-native-'))
-        if (native!.asUser) {
-          const uid = Number(execFileSync('id', ['-u', native!.asUser]).toString().trim())
-          const gid = Number(execFileSync('id', ['-g', native!.asUser]).toString().trim())
-          chownSync(dir, uid, gid)
-        }
-        port = await freePort()
-        await run(...asUser(join(native!.bin, 'initdb'), ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C']))
-        await run(
-          ...asUser(join(native!.bin, 'pg_ctl'), [
-            '-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', '-t', '60',
-            '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c timezone=UTC -c fsync=off`,
-            'start',
-          ]),
-        )
-        const file = join(dir, 'dump.sql')
+        cluster = await startNativePostgres(native!)
+        const file = join(cluster.dir, 'dump.sql')
         writeFileSync(file, sql)
         try {
           await psql('-q', '-f', file)
@@ -368,9 +351,7 @@ describe('dumpSql', () => {
       })
 
       afterAll(async () => {
-        if (!dir) return
-        await run(...asUser(join(native!.bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'])).catch(() => {})
-        rmSync(dir, { recursive: true, force: true })
+        await cluster?.stop()
       })
 
       it('loads with ON_ERROR_STOP and no error', () => {
