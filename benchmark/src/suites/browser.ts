@@ -9,6 +9,8 @@ import { errorText, type SuiteRun } from '../harness.js'
 import { BENCH_DIR, CACHE_DIR } from '../paths.js'
 import type { BrowserBenchApi } from './browser-page.js'
 import { WebKitSession, callFirefoxPage, findFirefox, findWebKit, launchFirefox } from '@pgwasm/test-support/browsers'
+import { CHROMIUM_FLAGS, callPageApi } from '@pgwasm/test-support/chromium'
+import { findChromium } from '@pgwasm/test-support/required-tools'
 
 /**
  * pgwasm's browser build against PGlite's in Debian's headless Chromium:
@@ -72,8 +74,6 @@ const FAILOVER_LIMIT_MS = 5_000
 /** What makes a page cross-origin isolated (and so gives it SharedArrayBuffer). */
 const ISOLATION_HEADERS = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' }
 
-const CHROMIUM = process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 const TYPES: Record<string, string> = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.data': 'application/octet-stream', '.gz': 'application/gzip' }
 
 interface Impl {
@@ -87,11 +87,8 @@ interface Impl {
 
 type Api = BrowserBenchApi
 
-async function call<K extends keyof Api>(page: Page, fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>> {
-  return page.evaluate(
-    ([name, a]) => (globalThis as unknown as { benchApi: Record<string, (...x: unknown[]) => unknown> }).benchApi[name as string]!(...(a as unknown[])),
-    [fn, args] as const,
-  ) as Promise<Awaited<ReturnType<Api[K]>>>
+function call<K extends keyof Api>(page: Page, fn: K, ...args: Parameters<Api[K]>): Promise<Awaited<ReturnType<Api[K]>>> {
+  return callPageApi(page, 'benchApi', fn, args)
 }
 
 export async function run(s: SuiteRun): Promise<void> {
@@ -103,7 +100,8 @@ export async function run(s: SuiteRun): Promise<void> {
   const markAll = (status: 'skipped' | 'failed', reason: string, impls: Pick<Impl, 'label' | 'side'>[] = [{ label: OURS, side: 'ours' }, { label: ANCHOR, side: 'anchor' }]) => {
     for (const c of BROWSER_CASES) if (s.wants(c)) for (const i of impls) s.mark({ case: c, path: i.label, side: i.side, unit: 'ms', status, reason })
   }
-  if (!existsSync(CHROMIUM)) return markAll('skipped', `no Chromium at ${CHROMIUM} (apt-get install chromium, or set PGWASM_CHROMIUM)`)
+  const executablePath = findChromium()
+  if (!executablePath) return markAll('skipped', `no Chromium at ${process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'} (apt-get install chromium, or set PGWASM_CHROMIUM)`)
   const { chromium } = await import('playwright-core')
   const require = createRequire(join(BENCH_DIR, 'package.json'))
   const pgliteDist = dirname(require.resolve('@electric-sql/pglite'))
@@ -170,7 +168,7 @@ export async function run(s: SuiteRun): Promise<void> {
   ]
   let browser: Browser | undefined
   try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true })
+    browser = await chromium.launch({ executablePath, args: CHROMIUM_FLAGS, headless: true })
     const samples = new Map<string, number[]>()
     const failed = new Map<string, string>()
     const tabFailed = new Map<string, string>()

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { callPageApi, closeChromium, fileServer, serveToChromium } from './fixtures/chromium.js'
+import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
 
 /**
  * The PGlite app ecosystem in the browser: `@electric-sql/pglite-react`

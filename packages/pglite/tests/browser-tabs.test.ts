@@ -7,7 +7,7 @@ import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TabsApi } from './browser/tabs.js'
-import { callPageApi, closeChromium, fileServer, serveToChromium } from './fixtures/chromium.js'
+import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
 
 /**
  * Several tabs of one origin on one `idb://` database, in real headless

@@ -10,7 +10,7 @@ import { hostileSideModule } from './fixtures/hostile-side-module.js'
 import type { TestApi } from './browser/app.js'
 import type { StoreTestApi } from './browser/store.js'
 import { PGlite } from '../src/index.js'
-import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from './fixtures/chromium.js'
+import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from '@pgwasm/test-support/chromium'
 import { findChromium } from '@pgwasm/test-support/required-tools'
 
 /**
