@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { againstList, importCircles, readSources } from '../../pglite/tests/fixtures/source-imports.js'
+import { againstList, importCircles, readSources } from '@pgwasm/test-support/source-imports'
 
 /*
  * The server's rooms (docs/architecture.md): each imports only from the

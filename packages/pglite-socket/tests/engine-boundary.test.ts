@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { hostileSideModule } from '../../pglite/tests/fixtures/hostile-side-module.js'
+import { hostileSideModule } from '@pgwasm/test-support/hostile-side-module'
 import { endQuietly, useServedDatabase, type TestClient } from './helpers.js'
 
 /*

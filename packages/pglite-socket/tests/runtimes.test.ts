@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { lastJsonLine, RUNTIMES, startUnder, type Started } from '../../pglite/tests/fixtures/runtimes.js'
+import { lastJsonLine, RUNTIMES, startUnder, type Started } from '@pgwasm/test-support/runtimes'
 import { freePort } from '@pgwasm/test-support/net'
 import { within } from './helpers.js'
 

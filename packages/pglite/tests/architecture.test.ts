@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { againstList, importCircles, readSources } from './fixtures/source-imports.js'
+import { againstList, importCircles, readSources } from '@pgwasm/test-support/source-imports'
 
 /*
  * Rules of the core's layout (docs/architecture.md): `engine/` imports

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { DatabaseError, PGlite } from '../src/index.js'
-import { hostileSideModule } from './fixtures/hostile-side-module.js'
+import { hostileSideModule } from '@pgwasm/test-support/hostile-side-module'
 import { citext } from '../src/contrib/citext.js'
 import { pg_trgm } from '../src/contrib/pg_trgm.js'
 

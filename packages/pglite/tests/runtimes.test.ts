@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { lastJsonLine, RUNTIMES, startUnder } from './fixtures/runtimes.js'
+import { lastJsonLine, RUNTIMES, startUnder } from '@pgwasm/test-support/runtimes'
 
 /*
  * The core package under the other server-side runtimes PGlite's users run
