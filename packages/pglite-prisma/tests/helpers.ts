@@ -9,17 +9,6 @@ import { PrismaClient } from './generated/client.js'
 export const SCHEMA_PATH = fileURLToPath(new URL('./fixtures/schema.prisma', import.meta.url))
 export const SCHEMA = readFileSync(SCHEMA_PATH, 'utf8')
 
-/** A promise plus the functions that settle it. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (err: unknown) => void } {
-  let resolve!: (value: T) => void
-  let reject!: (err: unknown) => void
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
-
 /**
  * This file's database and client: the schema applied once, and a fresh
  * copy of it before every test (the recipe the README documents).

@@ -7,7 +7,8 @@ import { DriverAdapterError } from '@prisma/driver-adapter-utils'
 import { PGlite } from '@pgwasm/pglite'
 import { PrismaPGlite } from '../src/index.js'
 import { Prisma } from './generated/client.js'
-import { deferred, prismaForThisFile } from './helpers.js'
+import { deferred } from '@pgwasm/test-support/async'
+import { prismaForThisFile } from './helpers.js'
 
 const { prisma, testDb } = await prismaForThisFile()
 

@@ -9,10 +9,10 @@ import { PGlite } from '@pgwasm/pglite'
 import { AUTH_METHODS, PGliteServer } from '../src/index.js'
 import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
+import { Waiters, within } from '@pgwasm/test-support/async'
 import {
   Cli,
   RawClient,
-  Waiters,
   endQuietly,
   errorFields,
   frame,
@@ -23,7 +23,6 @@ import {
   serve,
   startupPacket,
   useDatabase,
-  within,
   type Served,
 } from './helpers.js'
 

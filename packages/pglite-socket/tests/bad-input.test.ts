@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Waiters, within } from '@pgwasm/test-support/async'
 import {
   RawClient,
-  Waiters,
   cstr,
   endQuietly,
   errorFields,
@@ -12,7 +12,6 @@ import {
   startupPacket,
   useServedDatabase,
   withRawClient,
-  within,
   type BackendMessage,
   type TestClient,
 } from './helpers.js'

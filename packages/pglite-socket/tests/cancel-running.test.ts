@@ -5,6 +5,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HOST, freePort } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv } from '@pgwasm/test-support/processes'
+import { within } from '@pgwasm/test-support/async'
 import {
   Cli,
   backendKey,
@@ -15,7 +16,6 @@ import {
   startupPacket,
   useDatabase,
   withRawClient,
-  within,
 } from './helpers.js'
 import { PGliteServer } from '../src/index.js'
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { backendKey, sendCancelRequest, useServedDatabase, within, type TestClient } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { backendKey, sendCancelRequest, useServedDatabase, type TestClient } from './helpers.js'
 
 /*
  * CancelRequest (psql's Ctrl-C, libpq's PQcancel): a statement that waits

@@ -7,10 +7,10 @@ import { once } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { PGliteServer } from '../src/index.js'
+import { deferred, within } from '@pgwasm/test-support/async'
 import {
   RawClient,
   cstr,
-  deferred,
   errorFields,
   frame,
   int32,
@@ -19,7 +19,6 @@ import {
   useDatabase,
   useServedDatabase,
   withRawClient,
-  within,
 } from './helpers.js'
 
 describe('database names in the startup packet', () => {

@@ -6,9 +6,9 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGliteServer } from '../src/index.js'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
+import { deferred } from '@pgwasm/test-support/async'
 import {
   cstr,
-  deferred,
   endQuietly,
   errorFields,
   frame,

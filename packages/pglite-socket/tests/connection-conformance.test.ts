@@ -2,7 +2,8 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { HOST } from '@pgwasm/test-support/net'
-import { deferred, frame, RawClient, servedTarget, startupPacket, useServedDatabase, within, type SuiteTarget } from './helpers.js'
+import { deferred, within } from '@pgwasm/test-support/async'
+import { frame, RawClient, servedTarget, startupPacket, useServedDatabase, type SuiteTarget } from './helpers.js'
 
 /*
  * Logging in, ending and being ended, as client libraries' own tests check

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
-import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, within, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 /*
  * COPY FROM STDIN sent through the extended protocol (Parse, Bind,

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
-import { cstr, errorFields, frame, queryFrame, RawClient, servedTarget, useServedDatabase, within, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { cstr, errorFields, frame, queryFrame, RawClient, servedTarget, useServedDatabase, type BackendMessage, type SuiteTarget } from './helpers.js'
 
 const WAIT_MS = 10_000
 const native = findNativePostgres()

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
-import { endQuietly, pgClient, serve, within, type TestClient } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { endQuietly, pgClient, serve, type TestClient } from './helpers.js'
 
 /*
  * The engine of a directory database dies in a way nobody foresaw (no known

@@ -7,51 +7,10 @@ import { Worker } from 'node:worker_threads'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
+import { Waiters, within } from '@pgwasm/test-support/async'
 import { HOST } from '@pgwasm/test-support/net'
 import { run, type ProcessResult } from '@pgwasm/test-support/processes'
 import { PGliteServer, type PGliteServerOptions } from '../src/index.js'
-
-/** A promise plus the functions that settle it. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (err: unknown) => void } {
-  let resolve!: (value: T) => void
-  let reject!: (err: unknown) => void
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
-
-/** Rejects with `message` if `promise` has not settled within `ms`. */
-export async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${message}`)), ms)
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-/** Wakes whoever waits for "something changed" (new bytes, a notification, a query done). */
-export class Waiters {
-  #waiting: Array<() => void> = []
-
-  /** Resolves at the next `wake()`. */
-  next(): Promise<void> {
-    return new Promise((resolve) => this.#waiting.push(resolve))
-  }
-
-  wake(): void {
-    const waiting = this.#waiting
-    this.#waiting = []
-    for (const resolve of waiting) resolve()
-  }
-}
 
 export interface Served {
   server: PGliteServer

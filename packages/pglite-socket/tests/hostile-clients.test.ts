@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { PGlite } from '@pgwasm/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { COLUMNS, unicodeEscaped } from './attacks.js'
-import { endQuietly, pgClient, serve, useServedDatabase, within, type Served, type TestClient } from './helpers.js'
+import { eventually, within } from '@pgwasm/test-support/async'
+import { endQuietly, pgClient, serve, useServedDatabase, type Served, type TestClient } from './helpers.js'
 
 /*
  * Attacks a hostile client of a shared engine found (issue "shared engine,
@@ -414,17 +415,6 @@ describe('advisory locks waited for as PostgreSQL waits', () => {
     await waiter.query('select pg_advisory_unlock(77)')
   })
 })
-
-/** Resolves once `ready()` holds, polling; fails after `ms`. */
-async function eventually(ready: () => boolean, ms: number, what: string): Promise<void> {
-  await within(
-    (async () => {
-      while (!ready()) await new Promise((resolve) => setTimeout(resolve, 20))
-    })(),
-    ms,
-    what,
-  )
-}
 
 describe('databases nobody uses any more', () => {
   const served = useServedDatabase({ createDatabaseOnConnect: true, idleDatabaseMs: 200 })

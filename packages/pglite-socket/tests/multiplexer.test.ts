@@ -1,11 +1,10 @@
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { createPgStream } from '../src/index.js'
+import { Waiters, deferred, within } from '@pgwasm/test-support/async'
 import {
   RawClient,
-  Waiters,
   cstr,
-  deferred,
   endQuietly,
   errorFields,
   frame,
@@ -13,7 +12,6 @@ import {
   serve,
   startupPacket,
   useServedDatabase,
-  within,
   type TestClient,
 } from './helpers.js'
 

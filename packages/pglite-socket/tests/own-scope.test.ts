@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { endQuietly, useServedDatabase, within, type TestClient } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { endQuietly, useServedDatabase, type TestClient } from './helpers.js'
 
 /*
  * DEALLOCATE ALL, CLOSE ALL, DISCARD ALL and DISCARD TEMP act on the whole

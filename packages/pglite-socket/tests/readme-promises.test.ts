@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { PGliteServer } from '../src/index.js'
-import { endQuietly, frame, pgClient, RawClient, useDatabase, within } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { endQuietly, frame, pgClient, RawClient, useDatabase } from './helpers.js'
 
 // What the README says the server does, each checked as a client or an operator sees it.
 describe('README promises of pgwasm-server', () => {

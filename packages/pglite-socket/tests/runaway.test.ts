@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
-import { Cli, backendKey, sendCancelRequest, startupPacket, within } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { Cli, backendKey, sendCancelRequest, startupPacket } from './helpers.js'
 
 /*
  * Statements that compute without calling out of the engine (issue

@@ -3,7 +3,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { lastJsonLine, RUNTIMES, startUnder, type Started } from '@pgwasm/test-support/runtimes'
 import { freePort } from '@pgwasm/test-support/net'
-import { within } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
 
 /*
  * pgwasm-server and the pg bridge under Bun and Deno (from the workspace's

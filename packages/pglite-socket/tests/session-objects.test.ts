@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { endQuietly, useServedDatabase, within } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { endQuietly, useServedDatabase } from './helpers.js'
 
 /*
  * Temporary relations, WITH HOLD cursors and SQL-level PREPAREd statements

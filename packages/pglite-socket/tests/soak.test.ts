@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { COLUMNS, seededRandom, unicodeEscaped } from './attacks.js'
-import { Cli, RawClient, queryFrame, within } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { Cli, RawClient, queryFrame } from './helpers.js'
 
 /*
  * 30 clients on one server: 10 hostile, running the attacks of the issue

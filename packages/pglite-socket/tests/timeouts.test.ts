@@ -7,7 +7,8 @@
 import { once } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import type pg from 'pg'
-import { RawClient, errorFields, pgClient, startupPacket, useServedDatabase, within, type TestClient } from './helpers.js'
+import { within } from '@pgwasm/test-support/async'
+import { RawClient, errorFields, pgClient, startupPacket, useServedDatabase, type TestClient } from './helpers.js'
 
 /** The first error a client reports, whether on a query or as an 'error' event. */
 function firstError(client: TestClient): Promise<Error & { code?: string; severity?: string }> {

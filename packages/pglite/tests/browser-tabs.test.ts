@@ -7,6 +7,7 @@ import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TabsApi } from './browser/tabs.js'
+import { within } from '@pgwasm/test-support/async'
 import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
 
 /**
@@ -53,11 +54,6 @@ async function allShow(pages: readonly Page[], key: string, expected: unknown[],
     10_000,
     what,
   )
-}
-
-/** Resolves with `promise` or fails after `ms`: a call that never settles is the bug these tests look for. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not settle in ${ms} ms`)), ms))])
 }
 
 beforeAll(async () => {

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
 import { callFirefoxPage, launchFirefox, openFirefoxPage } from '@pgwasm/test-support/browsers'
-import { eventually, serveTestPages } from './fixtures/test-pages.js'
+import { eventually } from '@pgwasm/test-support/async'
+import { serveTestPages } from './fixtures/test-pages.js'
 
 /**
  * The browser build in real headless Firefox (Debian's `firefox-esr`, over

@@ -3,7 +3,8 @@ import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { deferred, tempDir as makeTempDir } from './helpers.js'
+import { deferred } from '@pgwasm/test-support/async'
+import { tempDir as makeTempDir } from './helpers.js'
 import { ClosedError, PGlite } from '../src/index.js'
 
 const rootDir = fileURLToPath(new URL('../../../', import.meta.url))

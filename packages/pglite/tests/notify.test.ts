@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { deferred } from './helpers.js'
+import { deferred } from '@pgwasm/test-support/async'
 import { PGlite } from '../src/index.js'
 
 /** Bound for tests that wait for a notification. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { deferred } from './helpers.js'
+import { deferred } from '@pgwasm/test-support/async'
 import { ClosedError, DatabaseError, PGlite, identifier, type Transaction } from '../src/index.js'
 
 let db: PGlite

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
-import { eventually, serveTestPages } from './fixtures/test-pages.js'
+import { eventually } from '@pgwasm/test-support/async'
+import { serveTestPages } from './fixtures/test-pages.js'
 import { WebKitSession } from '@pgwasm/test-support/browsers'
 
 /**
