@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { killGroup } from '../src/harness.js'
 import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
@@ -25,7 +25,7 @@ import type { BenchResult, Row, SuiteName } from '../src/types.js'
  */
 
 const ROOT = join(BENCH_DIR, '..')
-const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-test-'))
+const work = tempDir('pgwasm-bench-test-')
 const jsonFile = join(work, 'result.json')
 let result: BenchResult
 let run: { status: number | null; stdout: string; stderr: string }
@@ -92,8 +92,6 @@ beforeAll(async () => {
   run = await runCli(args, 900_000)
   if (existsSync(jsonFile)) result = JSON.parse(readFileSync(jsonFile, 'utf8')) as BenchResult
 }, 960_000)
-
-afterAll(() => rmSync(work, { recursive: true, force: true }))
 
 function rowsOf(suite: SuiteName): Row[] {
   return result.suites.find((s) => s.suite === suite)?.rows ?? []

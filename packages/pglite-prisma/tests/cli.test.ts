@@ -1,17 +1,16 @@
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
 // tsx's loader by URL: the commands run in project folders that cannot resolve it.
 const tsx = import.meta.resolve('tsx')
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
-const work = mkdtempSync(join(tmpdir(), 'pglite-prisma-cli-'))
-afterAll(() => rmSync(work, { recursive: true, force: true }))
+const work = tempDir('pglite-prisma-cli-')
 
 interface Run {
   code: number

@@ -1,16 +1,15 @@
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { MigrationDriftError, PrismaPGlite, SchemaEngineError, applyMigrations, migrateDev, migrationStatus, resetDatabase } from '../src/index.js'
 import { migrationSlug } from '../src/migrate-dev.js'
 import { PrismaClient } from './generated/client.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
-const work = mkdtempSync(join(tmpdir(), 'pglite-prisma-migrate-dev-'))
-afterAll(() => rmSync(work, { recursive: true, force: true }))
+const work = tempDir('pglite-prisma-migrate-dev-')
 
 /** The fixture schema without `User.score`: the column a later migration adds. */
 const WITHOUT_SCORE = SCHEMA.replace(/^\s*score .*$/m, '')

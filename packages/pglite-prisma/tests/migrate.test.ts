@@ -1,15 +1,15 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { MigrationError, PrismaPGlite, SchemaEngineError, applyMigrations, diffSchema, pushSchema } from '../src/index.js'
 import { PrismaClient } from './generated/client.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
-const work = mkdtempSync(join(tmpdir(), 'pglite-prisma-migrate-'))
+const work = tempDir('pglite-prisma-migrate-')
 let initSql = ''
 
 /** A migrations folder with the given migrations (name -> SQL), as `prisma migrate dev` lays it out. */
@@ -36,8 +36,6 @@ async function schemaOf(db: PGlite): Promise<unknown[]> {
 beforeAll(async () => {
   initSql = await diffSchema({ to: { schema: SCHEMA } })
 })
-
-afterAll(() => rmSync(work, { recursive: true, force: true }))
 
 describe('diffSchema', () => {
   it('generates the SQL that creates a schema from nothing', () => {

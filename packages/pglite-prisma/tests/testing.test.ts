@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeEach, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { PrismaPGlite, TestDatabase, diffSchema, snapshot } from '../src/index.js'
 import { PrismaClient } from './generated/client.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
 const seed = async (db: PGlite): Promise<void> => {
@@ -18,14 +18,13 @@ const seed = async (db: PGlite): Promise<void> => {
 // tests pass in any order (none of them changes the snapshot itself).
 const testDb = await TestDatabase.create({ schema: SCHEMA, setup: seed })
 const prisma = new PrismaClient({ adapter: testDb.adapter })
-const work = mkdtempSync(join(tmpdir(), 'pglite-prisma-testing-'))
+const work = tempDir('pglite-prisma-testing-')
 
 beforeEach(() => testDb.reset())
 
 afterAll(async () => {
   await prisma.$disconnect()
   await testDb.close()
-  rmSync(work, { recursive: true, force: true })
 })
 
 async function emails(client: PrismaClient): Promise<string[]> {

@@ -1,6 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo, type Server } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import postgres from 'postgres'
@@ -9,7 +8,8 @@ import { PGlite } from '@pgwasm/pglite'
 import { AUTH_METHODS, PGliteServer } from '../src/index.js'
 import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
-import { Waiters, within } from '@pgwasm/test-support/async'
+import { within } from '@pgwasm/test-support/async'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import {
   Cli,
   RawClient,
@@ -140,11 +140,7 @@ describe('the CLI', () => {
   let dir: string
 
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'pgwasm-cli-'))
-  })
-
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true })
+    dir = tempDir('pgwasm-cli-')
   })
 
   it('serves a data directory, exits 0 on SIGTERM, and keeps what was committed', { timeout: 180_000 }, async () => {

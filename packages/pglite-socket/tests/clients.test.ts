@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import postgres from 'postgres'
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGliteServer } from '../src/index.js'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { deferred } from '@pgwasm/test-support/async'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import {
   cstr,
   endQuietly,
@@ -287,11 +287,7 @@ describe('psql', () => {
   let dir: string
 
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'pgwasm-psql-'))
-  })
-
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true })
+    dir = tempDir('pgwasm-psql-')
   })
 
   it.skipIf(!hasPsql)('runs a script with \\copy from inline data and COPY TO STDOUT [needs psql]', async () => {
@@ -368,14 +364,13 @@ describe('Unix socket', () => {
   let dir: string
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'pgwasm-sock-'))
+    dir = tempDir('pgwasm-sock-')
     server = new PGliteServer({ db: database.db, path: join(dir, '.s.PGSQL.5432') })
     await server.start()
   })
 
   afterAll(async () => {
     await server?.stop()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('creates the socket file owner-only (mode 0600)', () => {
@@ -407,7 +402,7 @@ describe('Unix socket', () => {
 
   it('gives a connection string that reaches a socket named for a port other than 5432', async () => {
     // Alone in its directory: a client that looked for port 5432 there finds nothing.
-    const otherDir = mkdtempSync(join(tmpdir(), 'pgwasm-sock6543-'))
+    const otherDir = tempDir('pgwasm-sock6543-')
     const other = new PGliteServer({ db: database.db, path: join(otherDir, '.s.PGSQL.6543') })
     await other.start()
     const client = new pg.Client({ connectionString: other.connectionString })
@@ -418,7 +413,6 @@ describe('Unix socket', () => {
     } finally {
       await endQuietly(client)
       await other.stop()
-      rmSync(otherDir, { recursive: true, force: true })
     }
   })
 

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import type { PGliteServerOptions } from '../src/index.js'
 import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import {
   ThreadClient,
   errorFields,
@@ -56,12 +56,11 @@ describe('COPY FROM STDIN streamed into the engine', () => {
   beforeAll(async () => {
     db = await PGlite.create()
     served = await serve(db, options)
-    dir = mkdtempSync(join(tmpdir(), 'pgwasm-copy-stream-'))
+    dir = tempDir('pgwasm-copy-stream-')
   })
   afterAll(async () => {
     await served?.server.stop()
     await db?.close()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   const count = async (table: string) => (await db.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]!.n

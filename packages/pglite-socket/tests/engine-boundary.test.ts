@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { hostileSideModule } from '@pgwasm/test-support/hostile-side-module'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { endQuietly, useServedDatabase, type TestClient } from './helpers.js'
 
 /*
@@ -17,11 +17,10 @@ describe('hostile SQL through pgwasm-server', () => {
   const served = useServedDatabase({}, async (db) => {
     await db.exec(`create table kept (id int primary key, v text); insert into kept select g, md5(g::text) from generate_series(1, ${ROWS}) g`)
   })
-  const dir = mkdtempSync(join(tmpdir(), 'pgwasm-socket-boundary-'))
+  const dir = tempDir('pgwasm-socket-boundary-')
   const marker = join(dir, 'ran')
   afterAll(() => {
     delete (globalThis as { __pgwasmHostile?: string }).__pgwasmHostile
-    rmSync(dir, { recursive: true, force: true })
   })
 
   /**

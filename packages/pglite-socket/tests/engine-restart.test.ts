@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { within } from '@pgwasm/test-support/async'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { endQuietly, pgClient, serve, type TestClient } from './helpers.js'
 
 /*
@@ -14,8 +12,7 @@ import { endQuietly, pgClient, serve, type TestClient } from './helpers.js'
  * new connections find every committed row.
  */
 describe('pgwasm-server when the engine of a directory database dies', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'pgwasm-socket-restart-'))
-  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir('pgwasm-socket-restart-')
 
   it('ends the connected clients (57P02 for the idle ones), reopens the directory, and serves new clients every committed row', async () => {
     const db = await PGlite.create(dir)

@@ -1,10 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@pgwasm/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { COLUMNS, unicodeEscaped } from './attacks.js'
 import { eventually, within } from '@pgwasm/test-support/async'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { endQuietly, pgClient, serve, useServedDatabase, type Served, type TestClient } from './helpers.js'
 
 /*
@@ -245,14 +245,13 @@ describe('database names on a directory server', () => {
   let served: Served | undefined
   let main: PGlite | undefined
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'pgwasm-names-'))
+    dir = tempDir('pgwasm-names-')
     main = await PGlite.create(join(dir, 'main'))
     served = await serve(main, { createDatabaseOnConnect: true })
   })
   afterAll(async () => {
     await served?.server.stop()
     await main?.close()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('keeps "x y", "x_y", "X_Y" and "x%20y" apart: each its own folder, its own tables, and no connection ended', async () => {
@@ -441,14 +440,13 @@ describe('databases nobody uses any more, beside a directory', () => {
   let served: Served | undefined
   let main: PGlite | undefined
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'pgwasm-unload-'))
+    dir = tempDir('pgwasm-unload-')
     main = await PGlite.create(join(dir, 'main'))
     served = await serve(main, { createDatabaseOnConnect: true, idleDatabaseMs: 200 })
   })
   afterAll(async () => {
     await served?.server.stop()
     await main?.close()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('are closed when idle and open again from their folder', async () => {

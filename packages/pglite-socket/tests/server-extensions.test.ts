@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { tempDir } from '../../pglite/tests/helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { HOST } from '@pgwasm/test-support/net'
 import { Cli, endQuietly, runCli } from './helpers.js'
 

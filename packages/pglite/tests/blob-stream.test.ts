@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import { openAsBlob } from 'node:fs'
-import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
 import { STREAM_FROM, streamedInput } from '../src/engine/blob-input.js'
 
@@ -23,11 +23,10 @@ describe('COPY from a Blob read as a stream', () => {
   beforeAll(async () => {
     expect(bytes.byteLength).toBeGreaterThan(STREAM_FROM)
     db = await PGlite.create()
-    dir = await mkdtemp(join(tmpdir(), 'pgwasm-blob-'))
+    dir = tempDir('pgwasm-blob-')
   })
   afterAll(async () => {
     await db.close()
-    await rm(dir, { recursive: true, force: true })
   })
 
   const tableDigest = async (table: string) =>

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { DatabaseError, PGlite } from '../src/index.js'
 import { hostileSideModule } from '@pgwasm/test-support/hostile-side-module'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { citext } from '../src/contrib/citext.js'
 import { pg_trgm } from '../src/contrib/pg_trgm.js'
 
@@ -39,14 +40,13 @@ describe('side modules: only ours are ever loaded', () => {
   let marker: string
   let payload: string
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'pgwasm-boundary-'))
+    dir = tempDir('pgwasm-boundary-')
     marker = join(dir, 'ran')
     // Evaluated inside the glue, where `require` is Node's: a file proves it ran.
     payload = `globalThis.__pgwasmHostile = 'ran'; require('fs').writeFileSync(${JSON.stringify(marker)}, 'ran')`
   })
   afterAll(async () => {
     delete marked.__pgwasmHostile
-    await rm(dir, { recursive: true, force: true })
   })
 
   const nothingRan = (): void => {
@@ -153,11 +153,8 @@ describe('no statement leaves a database that does not open again', () => {
     { sql: `create index on pg_attribute (attname)`, code: '42501' },
   ]
   let dir: string
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'pgwasm-unopenable-'))
-  })
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true })
+  beforeAll(() => {
+    dir = tempDir('pgwasm-unopenable-')
   })
 
   it('refuses SQL that writes a file into the data directory, a setting for the next start or a catalog row, and the directory opens with its data', async () => {

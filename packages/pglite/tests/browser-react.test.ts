@@ -1,12 +1,12 @@
 import type { Server } from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
  * The PGlite app ecosystem in the browser: `@electric-sql/pglite-react`
@@ -28,7 +28,7 @@ let page: Page
 
 beforeAll(async () => {
   if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
-  out = mkdtempSync(join(tmpdir(), 'pgwasm-react-'))
+  out = tempDir('pgwasm-react-')
   await build({
     entryPoints: ['react.tsx', 'repl.tsx', 'react-tabs.tsx', 'pg-worker.ts'].map((entry) => join(here, 'browser', entry)),
     bundle: true,
@@ -68,7 +68,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeChromium(browser, server)
-  if (out) rmSync(out, { recursive: true, force: true })
 })
 
 const exec = (sql: string): Promise<void> => callPageApi(page, 'pgwasmReact', 'exec', [sql])

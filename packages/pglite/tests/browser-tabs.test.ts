@@ -1,6 +1,5 @@
 import type { Server } from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TabsApi } from './browser/tabs.js'
 import { within } from '@pgwasm/test-support/async'
 import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
  * Several tabs of one origin on one `idb://` database, in real headless
@@ -58,7 +58,7 @@ async function allShow(pages: readonly Page[], key: string, expected: unknown[],
 
 beforeAll(async () => {
   if (!existsSync(join(pkgDir, 'dist', 'browser', 'index.js'))) throw new Error('build the package first (pnpm test does): dist/browser/ is missing')
-  out = mkdtempSync(join(tmpdir(), 'pgwasm-tabs-'))
+  out = tempDir('pgwasm-tabs-')
   await build({
     entryPoints: [join(here, 'browser', 'tabs.ts'), join(here, 'browser', 'pg-worker.ts')],
     bundle: true,
@@ -78,7 +78,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeChromium(browser, server)
-  if (out) rmSync(out, { recursive: true, force: true })
 })
 
 describe('several tabs on one idb:// database', () => {

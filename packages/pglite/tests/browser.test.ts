@@ -12,6 +12,7 @@ import type { StoreTestApi } from './browser/store.js'
 import { PGlite } from '../src/index.js'
 import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from '@pgwasm/test-support/chromium'
 import { findChromium } from '@pgwasm/test-support/required-tools'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
  * The browser build in real headless Chromium (Debian's `chromium`): a page
@@ -70,7 +71,7 @@ beforeAll(async () => {
   if (!CHROMIUM) {
     throw new Error(`no Chromium at ${process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'}: apt-get install chromium (.ci/run does), or set PGWASM_CHROMIUM`)
   }
-  out = mkdtempSync(join(tmpdir(), 'pgwasm-browser-'))
+  out = tempDir('pgwasm-browser-')
   // What an app author runs, with no plugin, loader or copied file.
   await build({
     entryPoints: [join(here, 'browser', 'app.ts'), join(here, 'browser', 'pg-worker.ts')],
@@ -156,7 +157,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeChromium(browser, server)
-  if (out) rmSync(out, { recursive: true, force: true })
   rmSync(examplesDir, { recursive: true, force: true })
 })
 

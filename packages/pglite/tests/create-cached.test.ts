@@ -3,7 +3,7 @@ import { readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
 import { citext, hstore, pg_trgm } from '../src/contrib.js'
 

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { PGlite } from '../src/index.js'
 import { crc32c, withoutDataChecksums } from '../src/engine/control-file.js'
 import type { DataTree } from '../src/engine/pgdata-tree.js'
-import { tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 // An in-memory database starts with data checksums off (control-file.ts);
 // a directory keeps them.

@@ -1,19 +1,10 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { EngineError, PGlite, type PGliteOptions } from '../src/index.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 
-const dirs: string[] = []
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
-})
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'pgwasm-data-dir-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = (): string => makeTempDir('pgwasm-data-dir-')
 
 async function openError(dataDir: unknown, options?: PGliteOptions): Promise<unknown> {
   return PGlite.create(dataDir as string, options).then(

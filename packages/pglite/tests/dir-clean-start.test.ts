@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { PGlite as TheirPGlite } from '@electric-sql/pglite'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { PGlite } from '../src/index.js'
-import { tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
  * What a clean close of a directory database leaves for its next open

@@ -1,29 +1,24 @@
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { hostname, tmpdir } from 'node:os'
+import { existsSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { lockDataDir, LOCK_FILE } from '../src/fs/dir-lock.js'
 import { DataDirLockedError, PGlite } from '../src/index.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 
 const rootDir = fileURLToPath(new URL('../../../', import.meta.url))
 const holderScript = fileURLToPath(new URL('./fixtures/dir-lock-holder.mts', import.meta.url))
 const hasProc = existsSync('/proc/self/stat')
 
-const dirs: string[] = []
 const children: ChildProcessWithoutNullStreams[] = []
 afterAll(() => {
   for (const child of children) child.kill('SIGKILL')
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'pgwasm-dir-lock-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = (): string => makeTempDir('pgwasm-dir-lock-')
 
 /** A child process and the lines it prints, in order. */
 function spawnChild(command: string, args: string[]): { proc: ChildProcessWithoutNullStreams; nextLine: () => Promise<string> } {

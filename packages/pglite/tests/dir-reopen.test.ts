@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { PGlite } from '../src/index.js'
-import { rejection, tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { rejection } from './helpers.js'
 
 /**
  * Reopening a directory database: after a clean close Postgres starts from

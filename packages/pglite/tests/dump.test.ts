@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EngineError, PGlite } from '../src/index.js'
 import { live } from '../src/live.js'
 import { findNativePostgres, startNativePostgres, type NativeServer } from '@pgwasm/test-support/native-postgres'
-import { tempDir as makeTempDir } from './helpers.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 
 const run = promisify(execFile)
 const packageDir = fileURLToPath(new URL('..', import.meta.url))

@@ -6,7 +6,8 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { ClosedError, EngineError, PGlite } from '../src/index.js'
-import { rejection, tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { rejection } from './helpers.js'
 
 /** Fills the engine's memory past its first page with 0xff: the next request traps. */
 function corruptEngine(db: PGlite): void {

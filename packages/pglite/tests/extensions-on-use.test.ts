@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { onUse, PGlite } from '../src/index.js'
 import * as contrib from '../src/contrib.js'
 import type { ContribExtension } from '../src/contrib.js'
-import { tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 

@@ -1,23 +1,4 @@
 /** Small helpers the core package's test files share. */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll } from 'vitest'
-
-const tempDirs: string[] = []
-
-// Registered on the root suite of each file that imports this module (vitest
-// evaluates it once per file): every directory a file made goes with it.
-afterAll(() => {
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
-})
-
-/** A new empty directory under the OS temp dir, removed after the file's tests. */
-export function tempDir(prefix = 'pgwasm-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix))
-  tempDirs.push(dir)
-  return dir
-}
 
 /** `parts` back to back in one new array. */
 export function concat(parts: readonly Uint8Array[]): Uint8Array {

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { deferred } from '@pgwasm/test-support/async'
-import { tempDir as makeTempDir } from './helpers.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 import { ClosedError, PGlite } from '../src/index.js'
 
 const rootDir = fileURLToPath(new URL('../../../', import.meta.url))

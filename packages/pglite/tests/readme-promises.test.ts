@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
 import { IncompatibleDataDirError, PGlite } from '../src/index.js'
 import { unpackTar, packTar } from '../src/engine/tar.js'
-import { tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { bundleFixtures } from './fixtures/bundle.js'
-import { tempDir as makeTempDir } from './helpers.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DataDirLockedError, EngineError, IncompatibleDataDirError, PGlite } from '../src/index.js'
 

@@ -1,19 +1,14 @@
-import { mkdtemp, readdir, rm, truncate } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readdir, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { EngineError, PGlite } from '../src/index.js'
 
 // A data directory damaged on disk: the error says what Postgres found and
 // what the user can do, not only the engine's `Aborted()`.
 describe('a damaged data directory', () => {
-  const dirs: string[] = []
-  afterEach(async () => {
-    await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })))
-  })
   async function damaged(damage: (dir: string) => Promise<void>): Promise<EngineError> {
-    const dir = await mkdtemp(join(tmpdir(), 'pgwasm-damaged-'))
-    dirs.push(dir)
+    const dir = tempDir('pgwasm-damaged-')
     const db = await PGlite.create(dir)
     await db.exec('create table t (v int); insert into t values (1)')
     await db.close()

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DatabaseError, PGlite } from '../src/index.js'
-import { rejection, tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { rejection } from './helpers.js'
 
 /*
  * statement_timeout stops a running statement with 57014, as on a server

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { tempDir as makeTempDir } from './helpers.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 import type { TreeEntry } from '../src/engine/pgdata-tree.js'
 import { isGzip, packTar, TarError, unpackTar } from '../src/engine/tar.js'
 

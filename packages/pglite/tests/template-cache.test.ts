@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, wr
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { tempDir as makeTempDir } from './helpers.js'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
 import { clearTemplateMemory, templateKey } from '../src/engine/template.js'
 import { clearSnapshotMemory } from '../src/engine/starter.js'

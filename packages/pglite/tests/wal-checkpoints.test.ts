@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { serialize } from 'pg-protocol'
-import { concat, frameTypes, tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { concat, frameTypes } from './helpers.js'
 import { PGlite } from '../src/index.js'
 
 /** ~11 MB of WAL: 10,000 rows of 1 kB. */
