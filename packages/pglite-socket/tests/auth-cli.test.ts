@@ -10,18 +10,15 @@ import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { within } from '@pgwasm/test-support/async'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { errorFields } from '@pgwasm/test-support/backend'
+import { frame, queryFrame, startupPacket } from '@pgwasm/test-support/frontend'
+import { RawClient, withRawClient } from '@pgwasm/test-support/raw-client'
 import {
   Cli,
-  RawClient,
   endQuietly,
-  errorFields,
-  frame,
-  queryFrame,
   runCli,
   cliEnv,
-  withRawClient,
   serve,
-  startupPacket,
   useDatabase,
   type Served,
 } from './helpers.js'

@@ -1,18 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Waiters, within } from '@pgwasm/test-support/async'
+import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
+import { cstr, frame, int32, queryFrame, startupPacket } from '@pgwasm/test-support/frontend'
+import { RawClient, withRawClient } from '@pgwasm/test-support/raw-client'
 import {
-  RawClient,
-  cstr,
   endQuietly,
-  errorFields,
-  frame,
-  int32,
   pgClient,
-  queryFrame,
-  startupPacket,
   useServedDatabase,
-  withRawClient,
-  type BackendMessage,
   type TestClient,
 } from './helpers.js'
 

@@ -6,16 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HOST, freePort } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv } from '@pgwasm/test-support/processes'
 import { within } from '@pgwasm/test-support/async'
+import { queryFrame, startupPacket } from '@pgwasm/test-support/frontend'
+import { sendCancelRequest, withRawClient } from '@pgwasm/test-support/raw-client'
 import {
   Cli,
   backendKey,
   endQuietly,
   pgClient,
-  queryFrame,
-  sendCancelRequest,
-  startupPacket,
   useDatabase,
-  withRawClient,
 } from './helpers.js'
 import { PGliteServer } from '../src/index.js'
 

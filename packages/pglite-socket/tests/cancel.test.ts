@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { within } from '@pgwasm/test-support/async'
-import { backendKey, sendCancelRequest, useServedDatabase, type TestClient } from './helpers.js'
+import { sendCancelRequest } from '@pgwasm/test-support/raw-client'
+import { backendKey, useServedDatabase, type TestClient } from './helpers.js'
 
 /*
  * CancelRequest (psql's Ctrl-C, libpq's PQcancel): a statement that waits

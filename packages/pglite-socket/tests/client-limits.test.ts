@@ -8,17 +8,13 @@ import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
 import { PGliteServer } from '../src/index.js'
 import { deferred, within } from '@pgwasm/test-support/async'
+import { errorFields } from '@pgwasm/test-support/backend'
+import { cstr, frame, int32, queryFrame } from '@pgwasm/test-support/frontend'
+import { RawClient, withRawClient } from '@pgwasm/test-support/raw-client'
 import {
-  RawClient,
-  cstr,
-  errorFields,
-  frame,
-  int32,
   pgClient,
-  queryFrame,
   useDatabase,
   useServedDatabase,
-  withRawClient,
 } from './helpers.js'
 
 describe('database names in the startup packet', () => {

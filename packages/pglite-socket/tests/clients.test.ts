@@ -7,15 +7,13 @@ import { PGliteServer } from '../src/index.js'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { deferred } from '@pgwasm/test-support/async'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { errorFields } from '@pgwasm/test-support/backend'
+import { cstr, frame, queryFrame } from '@pgwasm/test-support/frontend'
+import { withRawClient } from '@pgwasm/test-support/raw-client'
 import {
-  cstr,
   endQuietly,
-  errorFields,
-  frame,
-  queryFrame,
   useDatabase,
   useServedDatabase,
-  withRawClient,
   type TestClient,
 } from './helpers.js'
 

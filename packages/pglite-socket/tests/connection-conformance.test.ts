@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { HOST } from '@pgwasm/test-support/net'
 import { deferred, within } from '@pgwasm/test-support/async'
-import { frame, RawClient, servedTarget, startupPacket, useServedDatabase, type SuiteTarget } from './helpers.js'
+import { frame, startupPacket } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { servedTarget, useServedDatabase, type SuiteTarget } from './helpers.js'
 
 /*
  * Logging in, ending and being ended, as client libraries' own tests check

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { within } from '@pgwasm/test-support/async'
-import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
+import { queryFrame, SYNC, bindFrame, copyData, copyDone, describeFrame, executeFrame, parseFrame as parse } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { servedTarget, type SuiteTarget } from './helpers.js'
 
 /*
  * COPY FROM STDIN sent through the extended protocol (Parse, Bind,
@@ -14,13 +17,10 @@ import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, t
 const WAIT_MS = 10_000
 const native = findNativePostgres()
 
-const SYNC = frame('S')
-const parse = (sql: string): Buffer => frame('P', Buffer.concat([cstr('', sql), Buffer.from([0, 0])]))
-const BIND = frame('B', Buffer.from([0, 0, 0, 0, 0, 0, 0, 0]))
-const DESCRIBE_PORTAL = frame('D', Buffer.from([0x50, 0]))
-const EXECUTE = frame('E', Buffer.concat([cstr(''), int32(0)]))
-const copyData = (text: string): Buffer => frame('d', Buffer.from(text))
-const COPY_DONE = frame('c')
+const BIND = bindFrame()
+const DESCRIBE_PORTAL = describeFrame('P')
+const EXECUTE = executeFrame()
+const COPY_DONE = copyDone()
 
 function summary(messages: BackendMessage[]): string[] {
   return messages.map((m) => {

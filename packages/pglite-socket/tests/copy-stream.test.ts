@@ -7,13 +7,11 @@ import type { PGliteServerOptions } from '../src/index.js'
 import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
+import { frame, queryFrame, copyData, copyDone, copyFail } from '@pgwasm/test-support/frontend'
+import { ThreadClient } from '@pgwasm/test-support/raw-client'
 import {
-  ThreadClient,
-  errorFields,
-  frame,
-  queryFrame,
   serve,
-  type BackendMessage,
   type Served,
 } from './helpers.js'
 
@@ -25,9 +23,6 @@ const hasPsql = hasProgram('psql')
 const ROW = 'r'.repeat(200)
 /** COPY text of rows `from`..`to`, one line each. */
 const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `${from + i}\t${ROW}\n`).join('')
-const copyData = (text: string | Uint8Array) => frame('d', typeof text === 'string' ? Buffer.from(text) : text)
-const copyDone = () => frame('c')
-const copyFail = (reason: string) => frame('f', Buffer.from(`${reason}\0`))
 const md5 = (text: string) => createHash('md5').update(text).digest('hex')
 
 function summary(m: BackendMessage): string {

@@ -7,7 +7,10 @@ import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/na
 import { HOST } from '@pgwasm/test-support/net'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { within } from '@pgwasm/test-support/async'
-import { cstr, errorFields, frame, queryFrame, RawClient, servedTarget, useServedDatabase, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
+import { frame, queryFrame, copyData, copyDone, copyFail } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { servedTarget, useServedDatabase, type SuiteTarget } from './helpers.js'
 
 const WAIT_MS = 10_000
 const native = findNativePostgres()
@@ -37,9 +40,6 @@ function summary(m: BackendMessage): string {
   }
 }
 
-const copyData = (text: string): Buffer => frame('d', Buffer.from(text))
-const copyDone = (): Buffer => frame('c')
-const copyFail = (reason: string): Buffer => frame('f', cstr(reason))
 /** CopyInResponse of a text COPY into `columns` columns. */
 const textCopyIn = (columns: number): string => `G 00${columns.toString(16).padStart(4, '0')}${'0000'.repeat(columns)}`
 

@@ -3,7 +3,8 @@ import fc from 'fast-check'
 import { serialize } from 'pg-protocol'
 import { describe, expect, it } from 'vitest'
 import { HOST } from '@pgwasm/test-support/net'
-import { pgClient, startupPacket, useServedDatabase } from './helpers.js'
+import { startupPacket } from '@pgwasm/test-support/frontend'
+import { pgClient, useServedDatabase } from './helpers.js'
 
 const validMessages = [
   serialize.query('select 1'),

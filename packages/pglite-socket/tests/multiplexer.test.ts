@@ -2,15 +2,13 @@ import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { createPgStream } from '../src/index.js'
 import { Waiters, deferred, within } from '@pgwasm/test-support/async'
+import { errorFields } from '@pgwasm/test-support/backend'
+import { cstr, frame, startupPacket } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
 import {
-  RawClient,
-  cstr,
   endQuietly,
-  errorFields,
-  frame,
   pgClient,
   serve,
-  startupPacket,
   useServedDatabase,
   type TestClient,
 } from './helpers.js'

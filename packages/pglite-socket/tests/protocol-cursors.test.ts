@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { within } from '@pgwasm/test-support/async'
-import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, type BackendMessage, type SuiteTarget } from './helpers.js'
+import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
+import { queryFrame, SYNC, bindFrame, describeFrame, executeFrame as execute, parseFrame as parse } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { servedTarget, type SuiteTarget } from './helpers.js'
 
 /*
  * A cursor declared in SQL is a portal of the protocol, and a portal bound
@@ -13,11 +16,8 @@ import { cstr, errorFields, frame, int32, queryFrame, RawClient, servedTarget, t
 const WAIT_MS = 10_000
 const native = findNativePostgres()
 
-const SYNC = frame('S')
-const describePortal = (name: string): Buffer => frame('D', Buffer.concat([Buffer.from('P'), cstr(name)]))
-const execute = (portal: string, rows: number): Buffer => frame('E', Buffer.concat([cstr(portal), int32(rows)]))
-const parse = (sql: string): Buffer => frame('P', Buffer.concat([cstr('', sql), Buffer.from([0, 0])]))
-const bindPortal = (portal: string): Buffer => frame('B', Buffer.concat([cstr(portal, ''), Buffer.from([0, 0, 0, 0, 0, 0])]))
+const describePortal = (name: string): Buffer => describeFrame('P', name)
+const bindPortal = (portal: string): Buffer => bindFrame([], '', portal)
 
 /** Each message as a client sees it: type, and the value of one-column rows or the error's SQLSTATE. */
 function summary(messages: BackendMessage[]): string[] {

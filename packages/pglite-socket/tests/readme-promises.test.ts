@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { PGliteServer } from '../src/index.js'
 import { within } from '@pgwasm/test-support/async'
-import { endQuietly, frame, pgClient, RawClient, useDatabase } from './helpers.js'
+import { frame } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { endQuietly, pgClient, useDatabase } from './helpers.js'
 
 // What the README says the server does, each checked as a client or an operator sees it.
 describe('README promises of pgwasm-server', () => {

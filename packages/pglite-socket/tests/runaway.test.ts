@@ -5,7 +5,9 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { within } from '@pgwasm/test-support/async'
-import { Cli, backendKey, sendCancelRequest, startupPacket } from './helpers.js'
+import { startupPacket } from '@pgwasm/test-support/frontend'
+import { sendCancelRequest } from '@pgwasm/test-support/raw-client'
+import { Cli, backendKey } from './helpers.js'
 
 /*
  * Statements that compute without calling out of the engine (issue

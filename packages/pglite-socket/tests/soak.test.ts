@@ -3,7 +3,9 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { COLUMNS, seededRandom, unicodeEscaped } from './attacks.js'
 import { within } from '@pgwasm/test-support/async'
-import { Cli, RawClient, queryFrame } from './helpers.js'
+import { queryFrame } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { Cli } from './helpers.js'
 
 /*
  * 30 clients on one server: 10 hostile, running the attacks of the issue

@@ -1,31 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { RawClient, cstr, errorFields, frame, int32, queryFrame, useServedDatabase, type BackendMessage } from './helpers.js'
+import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
+import { queryFrame, SYNC, bindFrame as bind, describeFrame, executeFrame as execute, parseFrame as parse } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { useServedDatabase } from './helpers.js'
 
 /**
  * The server turns a client's repeated Parse of the unnamed statement into a
  * Bind of a statement it prepared once (see src/unnamed-cache.ts). What the
  * client sees must stay what Postgres sends for a fresh Parse every time.
  */
-
-const SYNC = frame('S')
-
-function parse(sql: string, name = ''): Buffer {
-  return frame('P', Buffer.concat([cstr(name, sql), Buffer.from([0, 0])]))
-}
-
-/** Bind of the unnamed portal with text parameters (null for SQL NULL). */
-function bind(values: (string | null)[], statement = '', portal = ''): Buffer {
-  const params = values.map((v) => (v === null ? int32(-1) : Buffer.concat([int32(Buffer.byteLength(v)), Buffer.from(v)])))
-  return frame('B', Buffer.concat([cstr(portal, statement), Buffer.from([0, 0]), Buffer.from([values.length >> 8, values.length & 255]), ...params, Buffer.from([0, 0])]))
-}
-
-function describeFrame(kind: 'S' | 'P', name = ''): Buffer {
-  return frame('D', Buffer.concat([Buffer.from(kind), cstr(name)]))
-}
-
-function execute(portal = ''): Buffer {
-  return frame('E', Buffer.concat([cstr(portal), int32(0)]))
-}
 
 /** What `pg` sends for `client.query(sql, values)`. */
 function pgQuery(sql: string, values: (string | null)[]): Buffer {

@@ -3,7 +3,10 @@
  * names the server gives them on the shared engine.
  */
 import { describe, expect, it } from 'vitest'
-import { cstr, errorFields, frame, int32, useServedDatabase, withRawClient } from './helpers.js'
+import { errorFields } from '@pgwasm/test-support/backend'
+import { cstr, frame, int32 } from '@pgwasm/test-support/frontend'
+import { withRawClient } from '@pgwasm/test-support/raw-client'
+import { useServedDatabase } from './helpers.js'
 
 describe('statement names in error messages', () => {
   const served = useServedDatabase()

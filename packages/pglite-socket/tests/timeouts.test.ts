@@ -8,7 +8,10 @@ import { once } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import type pg from 'pg'
 import { within } from '@pgwasm/test-support/async'
-import { RawClient, errorFields, pgClient, startupPacket, useServedDatabase, type TestClient } from './helpers.js'
+import { errorFields } from '@pgwasm/test-support/backend'
+import { startupPacket } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
+import { pgClient, useServedDatabase, type TestClient } from './helpers.js'
 
 /** The first error a client reports, whether on a query or as an 'error' event. */
 function firstError(client: TestClient): Promise<Error & { code?: string; severity?: string }> {

@@ -1,15 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from '../src/session/unnamed-cache.js'
-import { cstr, frame, int32 } from './helpers.js'
+import { cstr, frame, int32, SYNC, bindFrame, describeFrame, executeFrame as execute, parseFrame as parse } from '@pgwasm/test-support/frontend'
 
 /** Synthetic frames for the cache's batch matching; the engine-backed behaviour is in statement-cache.test.ts. */
 
-const SYNC = frame('S')
-const parse = (sql: string, name = ''): Buffer => frame('P', Buffer.concat([cstr(name, sql), Buffer.from([0, 0])]))
-const bind = (statement = '', portal = ''): Buffer =>
-  frame('B', Buffer.concat([cstr(portal, statement), Buffer.from([0, 0, 0, 1]), int32(1), Buffer.from('7'), Buffer.from([0, 0])]))
-const describeFrame = (kind: 'S' | 'P', name = ''): Buffer => frame('D', Buffer.concat([Buffer.from(kind), cstr(name)]))
-const execute = (portal = ''): Buffer => frame('E', Buffer.concat([cstr(portal), int32(0)]))
+/** Bind with one text parameter, 7. */
+const bind = (statement = '', portal = ''): Buffer => bindFrame(['7'], statement, portal)
 const pgQuery = (sql: string): Buffer => Buffer.concat([parse(sql), bind(), describeFrame('P'), execute(), SYNC])
 
 /** Plans `bytes` placed at an offset inside a larger buffer, as the session's receive buffer holds them. */

@@ -2,6 +2,7 @@
 // `@electric-sql/pglite` exports them, against the engine's real replies.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite, messages, parse, protocol, types } from '@pgwasm/pglite'
+import { concat } from './helpers.js'
 
 type Message = { name: string; length: number }
 
@@ -25,16 +26,6 @@ function extendedQuery(text: string, values: string[]): Uint8Array[] {
     protocol.serialize.execute({}),
     protocol.serialize.sync(),
   ]
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0))
-  let at = 0
-  for (const c of chunks) {
-    out.set(c, at)
-    at += c.length
-  }
-  return out
 }
 
 describe('protocol, messages and parse', () => {

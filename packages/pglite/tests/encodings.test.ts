@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DatabaseError, PGlite } from '../src/index.js'
 import { ENCODING_NAMES } from '../src/engine/encoding-conversions.js'
+import { queryFrame as rawQuery } from '@pgwasm/test-support/frontend'
 import { concat, rejection } from './helpers.js'
 
 /*
@@ -76,15 +77,6 @@ function decoder(label: string | undefined): TextDecoder | undefined {
 
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text)
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex')
-
-/** A simple-query frame whose SQL is these bytes, as a client in another encoding sends it. */
-function rawQuery(sql: Uint8Array): Uint8Array {
-  const frame = new Uint8Array(6 + sql.length)
-  frame[0] = 0x51 /* Q */
-  new DataView(frame.buffer).setInt32(1, 5 + sql.length)
-  frame.set(sql, 5)
-  return frame
-}
 
 interface Reply {
   rows: Uint8Array[][]

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { queryMessage, rejection } from './helpers.js'
+import { queryFrame as queryMessage } from '@pgwasm/test-support/frontend'
+import { rejection } from './helpers.js'
 import { ClosedError, DatabaseError, PGlite, ProtocolError } from '../src/index.js'
 
 let db: PGlite

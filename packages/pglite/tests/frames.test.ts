@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest'
+import { frame } from '@pgwasm/test-support/frontend'
 import { concat } from './helpers.js'
 import { FrameScanner, validateFrontendFrames, type FrameSink } from '../src/protocol/frames.js'
 import { FRONTEND_TYPES } from '../src/engine/message-codes.js'
 import { ProtocolError } from '../src/errors.js'
-
-function frame(type: string, body: Uint8Array | string): Uint8Array {
-  const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
-  const out = new Uint8Array(5 + bytes.length)
-  out[0] = type.charCodeAt(0)
-  new DataView(out.buffer).setInt32(1, 4 + bytes.length)
-  out.set(bytes, 5)
-  return out
-}
 
 function notification(pid: number, channel: string, payload: string): Uint8Array {
   const enc = new TextEncoder()

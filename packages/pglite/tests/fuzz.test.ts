@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { cstr as cstring, frame } from '@pgwasm/test-support/frontend'
 import { concat } from './helpers.js'
 import fc from 'fast-check'
 import { serialize } from 'pg-protocol'
@@ -11,14 +12,6 @@ import { DatabaseError, PGlite, ProtocolError } from '../src/index.js'
 const SEED = 20_251_122
 
 const enc = new TextEncoder()
-
-function frame(type: number, body: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + body.length)
-  out[0] = type
-  new DataView(out.buffer).setUint32(1, 4 + body.length)
-  out.set(body, 5)
-  return out
-}
 
 function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')
@@ -237,8 +230,6 @@ function dataRow(values: readonly (string | null)[]): Uint8Array {
   }
   return frame(0x44, concat(parts))
 }
-
-const cstring = (s: string): Uint8Array => concat([enc.encode(s), new Uint8Array([0])])
 
 /** What the backend writes for a (multi-statement) simple query. */
 function backendReply(sets: readonly { columns: { name: string; type: number }[]; rows: (string | null)[][] }[]): Uint8Array {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { concat, frameTypes } from './helpers.js'
+import { frameTypes } from '@pgwasm/test-support/backend'
+import { concat } from './helpers.js'
 import { serialize } from 'pg-protocol'
 import { PGlite } from '../src/index.js'
 

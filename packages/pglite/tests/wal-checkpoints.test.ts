@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { serialize } from 'pg-protocol'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
-import { concat, frameTypes } from './helpers.js'
+import { frameTypes } from '@pgwasm/test-support/backend'
+import { concat } from './helpers.js'
 import { PGlite } from '../src/index.js'
 
 /** ~11 MB of WAL: 10,000 rows of 1 kB. */
