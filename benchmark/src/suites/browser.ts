@@ -5,12 +5,12 @@ import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { dirname, extname, join, normalize } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { errorText, type SuiteRun } from '../harness.js'
-import { BENCH_DIR, CACHE_DIR } from '../paths.js'
-import type { BrowserBenchApi } from './browser-page.js'
 import { WebKitSession, callFirefoxPage, findFirefox, findWebKit, launchFirefox } from '@pgwasm/test-support/browsers'
 import { CHROMIUM_FLAGS, callPageApi } from '@pgwasm/test-support/chromium'
 import { findChromium } from '@pgwasm/test-support/required-tools'
+import { errorText, type SuiteRun } from '../harness.js'
+import { BENCH_DIR, CACHE_DIR } from '../paths.js'
+import type { BrowserBenchApi } from './browser-page.js'
 
 /**
  * pgwasm's browser build against PGlite's in Debian's headless Chromium:

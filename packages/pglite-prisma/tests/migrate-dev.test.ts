@@ -3,10 +3,10 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { MigrationDriftError, PrismaPGlite, SchemaEngineError, applyMigrations, migrateDev, migrationStatus, resetDatabase } from '../src/index.js'
 import { migrationSlug } from '../src/migrate-dev.js'
 import { PrismaClient } from './generated/client.js'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
 const work = tempDir('pglite-prisma-migrate-dev-')

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { MigrationError, PrismaPGlite, SchemaEngineError, applyMigrations, diffSchema, pushSchema } from '../src/index.js'
 import { PrismaClient } from './generated/client.js'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
 const work = tempDir('pglite-prisma-migrate-')

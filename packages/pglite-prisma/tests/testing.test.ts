@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeEach, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { PrismaPGlite, TestDatabase, diffSchema, snapshot } from '../src/index.js'
 import { PrismaClient } from './generated/client.js'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { SCHEMA } from './helpers.js'
 
 const seed = async (db: PGlite): Promise<void> => {

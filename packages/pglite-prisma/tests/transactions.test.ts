@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { DriverAdapterError } from '@prisma/driver-adapter-utils'
 import { PGlite } from '@pgwasm/pglite'
+import { deferred } from '@pgwasm/test-support/async'
 import { PrismaPGlite } from '../src/index.js'
 import { Prisma } from './generated/client.js'
-import { deferred } from '@pgwasm/test-support/async'
 import { prismaForThisFile } from './helpers.js'
 
 const { prisma, testDb } = await prismaForThisFile()

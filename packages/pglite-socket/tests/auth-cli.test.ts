@@ -5,23 +5,15 @@ import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
-import { AUTH_METHODS, PGliteServer } from '../src/index.js'
-import { HOST } from '@pgwasm/test-support/net'
-import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { within } from '@pgwasm/test-support/async'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { errorFields } from '@pgwasm/test-support/backend'
 import { frame, queryFrame, startupPacket } from '@pgwasm/test-support/frontend'
+import { HOST } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { RawClient, withRawClient } from '@pgwasm/test-support/raw-client'
-import {
-  Cli,
-  endQuietly,
-  runCli,
-  cliEnv,
-  serve,
-  useDatabase,
-  type Served,
-} from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { AUTH_METHODS, PGliteServer } from '../src/index.js'
+import { Cli, endQuietly, runCli, cliEnv, serve, useDatabase, type Served } from './helpers.js'
 
 const hasPsql = hasProgram('psql')
 const WAIT_MS = 10_000

@@ -3,12 +3,7 @@ import { Waiters, within } from '@pgwasm/test-support/async'
 import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
 import { cstr, frame, int32, queryFrame, startupPacket } from '@pgwasm/test-support/frontend'
 import { RawClient, withRawClient } from '@pgwasm/test-support/raw-client'
-import {
-  endQuietly,
-  pgClient,
-  useServedDatabase,
-  type TestClient,
-} from './helpers.js'
+import { endQuietly, pgClient, useServedDatabase, type TestClient } from './helpers.js'
 
 /** Bound for waiting on something the server must do by itself. */
 const WAIT_MS = 10_000

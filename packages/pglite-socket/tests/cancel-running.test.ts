@@ -3,18 +3,12 @@ import { connect } from 'node:net'
 import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { HOST, freePort } from '@pgwasm/test-support/net'
-import { hasProgram, libpqEnv } from '@pgwasm/test-support/processes'
 import { within } from '@pgwasm/test-support/async'
 import { queryFrame, startupPacket } from '@pgwasm/test-support/frontend'
+import { HOST, freePort } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv } from '@pgwasm/test-support/processes'
 import { sendCancelRequest, withRawClient } from '@pgwasm/test-support/raw-client'
-import {
-  Cli,
-  backendKey,
-  endQuietly,
-  pgClient,
-  useDatabase,
-} from './helpers.js'
+import { Cli, backendKey, endQuietly, pgClient, useDatabase } from './helpers.js'
 import { PGliteServer } from '../src/index.js'
 
 /*

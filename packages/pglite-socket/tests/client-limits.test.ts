@@ -6,16 +6,12 @@
 import { once } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
-import { PGliteServer } from '../src/index.js'
 import { deferred, within } from '@pgwasm/test-support/async'
 import { errorFields } from '@pgwasm/test-support/backend'
 import { cstr, frame, int32, queryFrame } from '@pgwasm/test-support/frontend'
 import { RawClient, withRawClient } from '@pgwasm/test-support/raw-client'
-import {
-  pgClient,
-  useDatabase,
-  useServedDatabase,
-} from './helpers.js'
+import { PGliteServer } from '../src/index.js'
+import { pgClient, useDatabase, useServedDatabase } from './helpers.js'
 
 describe('database names in the startup packet', () => {
   const served = useServedDatabase()

@@ -3,19 +3,14 @@ import { join } from 'node:path'
 import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PGliteServer } from '../src/index.js'
-import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { deferred } from '@pgwasm/test-support/async'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { errorFields } from '@pgwasm/test-support/backend'
 import { cstr, frame, queryFrame } from '@pgwasm/test-support/frontend'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { withRawClient } from '@pgwasm/test-support/raw-client'
-import {
-  endQuietly,
-  useDatabase,
-  useServedDatabase,
-  type TestClient,
-} from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { PGliteServer } from '../src/index.js'
+import { endQuietly, useDatabase, useServedDatabase, type TestClient } from './helpers.js'
 
 const hasPsql = hasProgram('psql')
 const hasPgbench = hasProgram('pgbench')

@@ -1,9 +1,9 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
-import { HOST } from '@pgwasm/test-support/net'
 import { deferred, within } from '@pgwasm/test-support/async'
 import { frame, startupPacket } from '@pgwasm/test-support/frontend'
+import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
+import { HOST } from '@pgwasm/test-support/net'
 import { RawClient } from '@pgwasm/test-support/raw-client'
 import { servedTarget, useServedDatabase, type SuiteTarget } from './helpers.js'
 

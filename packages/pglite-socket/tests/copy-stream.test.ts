@@ -3,17 +3,14 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PGlite } from '@pgwasm/pglite'
-import type { PGliteServerOptions } from '../src/index.js'
-import { HOST } from '@pgwasm/test-support/net'
-import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
 import { frame, queryFrame, copyData, copyDone, copyFail } from '@pgwasm/test-support/frontend'
+import { HOST } from '@pgwasm/test-support/net'
+import { hasProgram, libpqEnv, run } from '@pgwasm/test-support/processes'
 import { ThreadClient } from '@pgwasm/test-support/raw-client'
-import {
-  serve,
-  type Served,
-} from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import type { PGliteServerOptions } from '../src/index.js'
+import { serve, type Served } from './helpers.js'
 
 // A COPY FROM STDIN past 1 MB of data runs while the rest arrives, the
 // engine reading it from the client's socket (copy-stream.ts). The clients

@@ -2,8 +2,8 @@ import { connect } from 'node:net'
 import fc from 'fast-check'
 import { serialize } from 'pg-protocol'
 import { describe, expect, it } from 'vitest'
-import { HOST } from '@pgwasm/test-support/net'
 import { startupPacket } from '@pgwasm/test-support/frontend'
+import { HOST } from '@pgwasm/test-support/net'
 import { pgClient, useServedDatabase } from './helpers.js'
 
 const validMessages = [

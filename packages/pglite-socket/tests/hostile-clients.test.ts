@@ -2,9 +2,9 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@pgwasm/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { COLUMNS, unicodeEscaped } from './attacks.js'
 import { eventually, within } from '@pgwasm/test-support/async'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { COLUMNS, unicodeEscaped } from './attacks.js'
 import { endQuietly, pgClient, serve, useServedDatabase, type Served, type TestClient } from './helpers.js'
 
 /*

@@ -1,17 +1,11 @@
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { createPgStream } from '../src/index.js'
 import { Waiters, deferred, within } from '@pgwasm/test-support/async'
 import { errorFields } from '@pgwasm/test-support/backend'
 import { cstr, frame, startupPacket } from '@pgwasm/test-support/frontend'
 import { RawClient } from '@pgwasm/test-support/raw-client'
-import {
-  endQuietly,
-  pgClient,
-  serve,
-  useServedDatabase,
-  type TestClient,
-} from './helpers.js'
+import { createPgStream } from '../src/index.js'
+import { endQuietly, pgClient, serve, useServedDatabase, type TestClient } from './helpers.js'
 
 /** Bound for waiting on something the server must do by itself. */
 const WAIT_MS = 10_000

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { within } from '@pgwasm/test-support/async'
 import { errorFields, type BackendMessage } from '@pgwasm/test-support/backend'
 import { queryFrame, SYNC, bindFrame, describeFrame, executeFrame as execute, parseFrame as parse } from '@pgwasm/test-support/frontend'
+import { findNativePostgres, startNativePostgres } from '@pgwasm/test-support/native-postgres'
 import { RawClient } from '@pgwasm/test-support/raw-client'
 import { servedTarget, type SuiteTarget } from './helpers.js'
 

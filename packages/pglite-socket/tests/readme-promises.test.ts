@@ -3,10 +3,10 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { PGliteServer } from '../src/index.js'
 import { within } from '@pgwasm/test-support/async'
 import { frame } from '@pgwasm/test-support/frontend'
 import { RawClient } from '@pgwasm/test-support/raw-client'
+import { PGliteServer } from '../src/index.js'
 import { endQuietly, pgClient, useDatabase } from './helpers.js'
 
 // What the README says the server does, each checked as a client or an operator sees it.

@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { lastJsonLine, RUNTIMES, startUnder, type Started } from '@pgwasm/test-support/runtimes'
-import { freePort } from '@pgwasm/test-support/net'
 import { within } from '@pgwasm/test-support/async'
+import { freePort } from '@pgwasm/test-support/net'
+import { lastJsonLine, RUNTIMES, startUnder, type Started } from '@pgwasm/test-support/runtimes'
 
 /*
  * pgwasm-server and the pg bridge under Bun and Deno (from the workspace's

@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { HOST } from '@pgwasm/test-support/net'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { Cli, endQuietly, runCli } from './helpers.js'
 
 /*

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { COLUMNS, seededRandom, unicodeEscaped } from './attacks.js'
 import { within } from '@pgwasm/test-support/async'
 import { queryFrame } from '@pgwasm/test-support/frontend'
 import { RawClient } from '@pgwasm/test-support/raw-client'
+import { COLUMNS, seededRandom, unicodeEscaped } from './attacks.js'
 import { Cli } from './helpers.js'
 
 /*

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from '../src/session/unnamed-cache.js'
 import { cstr, frame, int32, SYNC, bindFrame, describeFrame, executeFrame as execute, parseFrame as parse } from '@pgwasm/test-support/frontend'
+import { UnnamedStatementCache, sqlMayChangeMeaning, type CachePlan } from '../src/session/unnamed-cache.js'
 
 /** Synthetic frames for the cache's batch matching; the engine-backed behaviour is in statement-cache.test.ts. */
 

@@ -5,10 +5,10 @@ import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { TabsApi } from './browser/tabs.js'
 import { within } from '@pgwasm/test-support/async'
 import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import type { TabsApi } from './browser/tabs.js'
 
 /**
  * Several tabs of one origin on one `idb://` database, in real headless

@@ -6,13 +6,13 @@ import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from '@pgwasm/test-support/chromium'
 import { hostileSideModule } from '@pgwasm/test-support/hostile-side-module'
+import { findChromium } from '@pgwasm/test-support/required-tools'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import type { TestApi } from './browser/app.js'
 import type { StoreTestApi } from './browser/store.js'
 import { PGlite } from '../src/index.js'
-import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from '@pgwasm/test-support/chromium'
-import { findChromium } from '@pgwasm/test-support/required-tools'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
  * The browser build in real headless Chromium (Debian's `chromium`): a page

@@ -3,10 +3,10 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
 import { crc32c, withoutDataChecksums } from '../src/engine/control-file.js'
 import type { DataTree } from '../src/engine/pgdata-tree.js'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 // An in-memory database starts with data checksums off (control-file.ts);
 // a directory keeps them.

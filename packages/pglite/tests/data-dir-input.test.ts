@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { EngineError, PGlite, type PGliteOptions } from '../src/index.js'
 import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
+import { EngineError, PGlite, type PGliteOptions } from '../src/index.js'
 
 const tempDir = (): string => makeTempDir('pgwasm-data-dir-')
 

@@ -2,8 +2,8 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:
 import { join } from 'node:path'
 import { PGlite as TheirPGlite } from '@electric-sql/pglite'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { PGlite } from '../src/index.js'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { PGlite } from '../src/index.js'
 
 /**
  * What a clean close of a directory database leaves for its next open

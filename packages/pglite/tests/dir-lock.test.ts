@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 import { lockDataDir, LOCK_FILE } from '../src/fs/dir-lock.js'
 import { DataDirLockedError, PGlite } from '../src/index.js'
-import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 
 const rootDir = fileURLToPath(new URL('../../../', import.meta.url))
 const holderScript = fileURLToPath(new URL('./fixtures/dir-lock-holder.mts', import.meta.url))

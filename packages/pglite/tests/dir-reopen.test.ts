@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { PGlite } from '../src/index.js'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { PGlite } from '../src/index.js'
 import { rejection } from './helpers.js'
 
 /**

@@ -5,10 +5,10 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { PGlite as UpstreamPGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { EngineError, PGlite } from '../src/index.js'
-import { live } from '../src/live.js'
 import { findNativePostgres, startNativePostgres, type NativeServer } from '@pgwasm/test-support/native-postgres'
 import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
+import { EngineError, PGlite } from '../src/index.js'
+import { live } from '../src/live.js'
 
 const run = promisify(execFile)
 const packageDir = fileURLToPath(new URL('..', import.meta.url))

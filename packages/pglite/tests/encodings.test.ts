@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { queryFrame as rawQuery } from '@pgwasm/test-support/frontend'
 import { DatabaseError, PGlite } from '../src/index.js'
 import { ENCODING_NAMES } from '../src/engine/encoding-conversions.js'
-import { queryFrame as rawQuery } from '@pgwasm/test-support/frontend'
 import { concat, rejection } from './helpers.js'
 
 /*

@@ -5,8 +5,8 @@
 // traps on the garbage.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { ClosedError, EngineError, PGlite } from '../src/index.js'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { ClosedError, EngineError, PGlite } from '../src/index.js'
 import { rejection } from './helpers.js'
 
 /** Fills the engine's memory past its first page with 0xff: the next request traps. */

@@ -3,10 +3,10 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { onUse, PGlite } from '../src/index.js'
 import * as contrib from '../src/contrib.js'
 import type { ContribExtension } from '../src/contrib.js'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 

@@ -1,9 +1,9 @@
 import type { Browser, Page } from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { eventually } from '@pgwasm/test-support/async'
+import { callFirefoxPage, launchFirefox, openFirefoxPage } from '@pgwasm/test-support/browsers'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
-import { callFirefoxPage, launchFirefox, openFirefoxPage } from '@pgwasm/test-support/browsers'
-import { eventually } from '@pgwasm/test-support/async'
 import { serveTestPages } from './fixtures/test-pages.js'
 
 /**

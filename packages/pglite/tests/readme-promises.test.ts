@@ -3,9 +3,9 @@ import { readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { IncompatibleDataDirError, PGlite } from '../src/index.js'
 import { unpackTar, packTar } from '../src/engine/tar.js'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DatabaseError, PGlite } from '../src/index.js'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
+import { DatabaseError, PGlite } from '../src/index.js'
 import { rejection } from './helpers.js'
 
 /*

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { serialize } from 'pg-protocol'
-import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { frameTypes } from '@pgwasm/test-support/backend'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { concat } from './helpers.js'
 import { PGlite } from '../src/index.js'
 

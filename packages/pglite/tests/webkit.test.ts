@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { eventually } from '@pgwasm/test-support/async'
+import { WebKitSession } from '@pgwasm/test-support/browsers'
 import type { TestApi } from './browser/app.js'
 import type { TabsApi } from './browser/tabs.js'
-import { eventually } from '@pgwasm/test-support/async'
 import { serveTestPages } from './fixtures/test-pages.js'
-import { WebKitSession } from '@pgwasm/test-support/browsers'
 
 /**
  * The browser build in WebKit: Debian's WebKitGTK MiniBrowser over
