@@ -1,5 +1,6 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import { readEngineFiles, type EngineSource } from './engine-files.js'
+import type { LazyFiles } from './lazy-files.js'
 import type { DataTree } from './pgdata-tree.js'
 import type { GuardRecords } from './session-guards.js'
 
@@ -24,6 +25,8 @@ export interface EngineAssets {
   guardRecords?: GuardRecords
   /** The function-table slot of the engine's interrupt poll (interrupt-polls.ts). */
   interruptPollSlot: number
+  /** The files of `pgliteData` fetched on first use, where some are (the browser build's default). */
+  lazyFiles?: LazyFiles
 }
 
 export { locateEngine, prefetchBundledTemplate } from './engine-files.js'
@@ -52,6 +55,7 @@ export function loadAssets(source: EngineSource = {}): Promise<EngineAssets> {
         bundledArrayTypes: files.bundledArrayTypes,
         guardRecords: files.guardRecords,
         interruptPollSlot: files.interruptPollSlot,
+        lazyFiles: files.lazyFiles,
       }
     })
     assets.catch(() => loaded.delete(key))

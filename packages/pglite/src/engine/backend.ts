@@ -235,7 +235,7 @@ export class BlankModule {
         (m) => {
           adoptTrust(m, trust)
           control.budget.attach(m)
-          installFastPreload(m)
+          installFastPreload(m, assets.lazyFiles)
           Object.assign(m.ENV, env)
           blob = registerBlobDevice(m)
           if (mountPath !== undefined) {

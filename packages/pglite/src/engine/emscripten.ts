@@ -49,6 +49,8 @@ export interface EmscriptenFs {
   mkdirTree(path: string, mode?: number): void
   writeFile(path: string, data: Uint8Array | string, opts?: { canOwn?: boolean }): void
   readFile(path: string): Uint8Array
+  open(path: string, flags: string): FsStream
+  close(stream: FsStream): void
   readdir(path: string): string[]
   stat(path: string): FsStat
   lstat(path: string): FsStat

@@ -1,6 +1,7 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import { EngineError } from './engine-error.js'
 import type { DataTree } from './pgdata-tree.js'
+import type { LazyFiles } from './lazy-files.js'
 import type { GuardRecords } from './session-guards.js'
 import { unpackGzippedImage } from './tree-image.js'
 import { addInterruptPolls, pollSlotOf } from './interrupt-polls.js'
@@ -9,7 +10,7 @@ import { applyWasmTieringBudget } from './wasm-tiering.js'
 /**
  * The engine files as this platform reads them. This is the Node source
  * (files of the pinned `@electric-sql/pglite` in node_modules); the browser
- * build swaps in `engine-files.browser.ts`, which carries them in the bundle.
+ * build swaps in `engine-files.browser.ts`, which fetches them as assets.
  */
 export interface EngineFiles {
   readonly pgliteWasm: WebAssembly.Module
@@ -25,6 +26,8 @@ export interface EngineFiles {
   readonly guardRecords?: GuardRecords
   /** The function-table slot of the engine's interrupt poll (interrupt-polls.ts). */
   readonly interruptPollSlot: number
+  /** Where `pgliteData` is not all there yet: its files fetched on first use (browser; lazy-files.ts). */
+  readonly lazyFiles?: LazyFiles
 }
 
 /**
@@ -36,7 +39,7 @@ export function prefetchBundledTemplate(_source: EngineSource): void {}
 
 /** Where the engine files come from, when the caller chose (browser only). */
 export interface EngineSource {
-  /** Base URL the browser build loads `pglite.wasm`, `pglite.data`... from instead of its embedded copies. */
+  /** Base URL the browser build loads `pglite.wasm`, `pglite.data`... from, instead of `assets/` beside its script. */
   readonly assetBaseUrl?: string
 }
 

@@ -34,6 +34,10 @@ const STDOUT_FILE = `${PG_ROOT}/pgstdout`
  * image each time (docs/engine.md).
  */
 export async function runInitdb(assets: EngineAssets, extraArgs: readonly string[] = []): Promise<DataTree> {
+  // First: in the browser build it also fetches the files of pglite.data a
+  // first visit leaves out (lazy-files.ts), which initdb and its scratch
+  // backend read nearly all of.
+  const initdbAssets = await assets.initdb()
   const scratch = await assets.postgresFactory({
     thisProgram: POSTGRES_EXE,
     arguments: [],
@@ -71,7 +75,6 @@ export async function runInitdb(assets: EngineAssets, extraArgs: readonly string
     return scratch.callMain(argv.slice(1))
   }
 
-  const initdbAssets = await assets.initdb()
   const initdbMod = await initdbAssets.factory({
     thisProgram: INITDB_EXE,
     arguments: [],

@@ -1,4 +1,6 @@
 import type { EngineAssets } from './assets.js'
+import type { LazyFiles } from './lazy-files.js'
+import { writeMemoryImage } from './memory-image.js'
 import type { FsNode, ModuleOptions, PostgresModule } from './emscripten.js'
 import { MemoryBudget } from './memory-budget.js'
 import { sideModuleTrust } from './side-module-guard.js'
@@ -83,6 +85,7 @@ export function instantiateWith<M>(
     if (resize) env.emscripten_resize_heap = (requested: number): number => (control.budget.heapFits(requested >>> 0) ? resize(requested) : 0)
     control.imports = imports
     void WebAssembly.instantiate(compiled, imports).then((instance) => {
+      writeMemoryImage(compiled, env.memory as WebAssembly.Memory | undefined)
       control.instance = instance
       done(instance, compiled)
     })
@@ -160,8 +163,9 @@ const PRELOADED_MODE = 0o777
  * sharing the package's bytes: the same files at about a third of the cost,
  * which is most of what a pooled module costs to make. Run in `preRun`,
  * before the glue's package loader (also a `preRun`) does its work.
+ * A file `lazy` does not have yet gets its bytes when it is first opened.
  */
-export function installFastPreload(m: PostgresModule): void {
+export function installFastPreload(m: PostgresModule, lazy?: LazyFiles): void {
   const fs = m.FS
   const dirs = new Map<string, FsNode>()
   const dirNode = (path: string): FsNode => {
@@ -170,17 +174,56 @@ export function installFastPreload(m: PostgresModule): void {
     return node
   }
   const hooks = m as unknown as { FS_createDataFile: (path: string, name: null, data: Uint8Array) => void }
+  let index = 0
   hooks.FS_createDataFile = (path, _name, data) => {
     const slash = path.lastIndexOf('/')
     const parent = dirNode(slash === 0 ? '/' : path.slice(0, slash))
     const node = parent.node_ops.mknod(parent, path.slice(slash + 1), S_IFREG | PRELOADED_MODE, 0)
-    const contents = path.endsWith('.so') ? sideModuleTrust(m).admit(data) : data
-    node.contents = contents
-    node.usedBytes = contents.byteLength
     // Every module shares these bytes: a write must copy first (pgdata-tree.ts).
     node.pgwasmShared = true
+    const fill = (): void => {
+      const contents = path.endsWith('.so') ? sideModuleTrust(m).admit(data) : data
+      node.contents = contents
+      node.usedBytes = contents.byteLength
+    }
+    const file = index++
+    if (!lazy || lazy.has(file)) return fill()
+    if (lazy.sizeOf(file) !== data.byteLength) throw new Error(`pglite.data: ${path} is ${data.byteLength} bytes, the build's layout says ${lazy.sizeOf(file)}`)
+    node.contents = null
+    node.usedBytes = data.byteLength
+    const lazyNode = node as FsNode & { stream_ops: object }
+    const ops = lazyNode.stream_ops
+    lazyNode.stream_ops = {
+      ...ops,
+      open: (stream: { fd: number; stream_ops: object }) => {
+        openLazy(m, lazy, file, path, stream, fill)
+        // There now: later opens are plain ones.
+        lazyNode.stream_ops = stream.stream_ops = ops
+      },
+    }
   }
 }
+
+/**
+ * Gives a lazy file its bytes as Postgres opens it (reading never needs
+ * more: stat reads the size the node already has). A pack that cannot be
+ * had fails the open with EIO, an ERROR naming the file, and the reason in
+ * the engine's log; the engine goes on.
+ */
+function openLazy(m: PostgresModule, lazy: LazyFiles, file: number, path: string, stream: { fd: number }, fill: () => void): void {
+  try {
+    lazy.loadSync(file)
+    fill()
+  } catch (err) {
+    ;(m as unknown as { printErr?: (line: string) => void }).printErr?.(`pgwasm: ${path}: ${err instanceof Error ? err.message : String(err)}`)
+    const fs = m.FS as unknown as { closeStream(fd: number): void; ErrnoError: new (errno: number) => Error }
+    fs.closeStream(stream.fd)
+    throw new fs.ErrnoError(EIO)
+  }
+}
+
+/** Emscripten's errno for an I/O error. */
+const EIO = 29
 
 /** `getPreloadedPackage` handing every instance the same `pglite.data` buffer. */
 export function preloadedPackage(assets: EngineAssets): (name: string, size: number) => ArrayBuffer {

@@ -149,6 +149,14 @@ export function guardDlopen(
 /** Why the module file at `path` may not be loaded into `mod`, or undefined when it may. */
 export function moduleFileRefusal(mod: PostgresModule, trust: SideModuleTrust, path: string): string | undefined {
   const name = normalize(path)
+  // A shipped module the page has not fetched yet gets its bytes (and with
+  // them its trusted size) on open (lazy-files.ts); for any other file an
+  // open and close changes nothing.
+  try {
+    mod.FS.close(mod.FS.open(name, 'r'))
+  } catch {
+    // Missing or unreadable: refused below.
+  }
   return trust.refusal(
     name,
     () => fileSize(mod, name),
