@@ -1,14 +1,16 @@
 // The browser build of @pgwasm/pglite (dist/browser/): ESM for
-// `platform: browser`, no `node:` import left, the engine files embedded
-// (gzipped, base64) and also copied to dist/browser/assets/ for `assetBaseUrl`;
-// the contrib bundles embedded too, each in a chunk loaded on use.
+// `platform: browser`, no `node:` import left. The engine files are assets
+// in dist/browser/assets/, fetched from beside the script (or
+// `assetBaseUrl`); the `embedded` entry carries them inside the bundle
+// instead (gzipped, base64), the contrib bundles each in a chunk loaded on use.
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { gzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
+import { dataFiles, lzma, packOf, splitDataSegments } from './browser-assets.mjs'
 
 /** @param {{ root: string, dist: string, entries: string[] }} o */
 export default async function buildBrowser({ root, dist, entries }) {
@@ -37,28 +39,75 @@ export default async function buildBrowser({ root, dist, entries }) {
     writeFileSync(join(nodeTemplateDir, 'default-template.json'), `${JSON.stringify({ engineVersion, arrayTypes, guardRecords })}\n`)
 
     const assetDir = join(out, 'assets')
-    mkdirSync(assetDir, { recursive: true })
-    const files = { 'pglite.wasm': polledFile, 'pglite.data': join(engineDist, 'pglite.data'), 'initdb.wasm': join(engineDist, 'initdb.wasm'), 'template.pgwt.gz': templateFile }
-    const sizes = {}
-    const gzipped = {}
-    for (const [name, file] of Object.entries(files)) {
-      copyFileSync(file, join(assetDir, name))
-      sizes[name] = statSync(file).size
-      const bytes = readFileSync(file)
-      gzipped[name] = (name.endsWith('.gz') ? bytes : gzipSync(bytes, { level: 9 })).toString('base64')
+    for (const dir of ['', 'share', 'contrib']) mkdirSync(join(assetDir, dir), { recursive: true })
+    // What a first visit fetches (browser-assets.mjs): the engine's code, its
+    // memory image with the files every start reads, and the template; the
+    // rest of pglite.data in packs, initdb and the contrib bundles on use.
+    const glueText = readFileSync(join(engineDist, 'pglite.js'), 'utf8')
+    const pgliteData = readFileSync(join(engineDist, 'pglite.data'))
+    const files = dataFiles(glueText, pgliteData.length)
+    const polled = readFileSync(polledFile)
+    const { code, image, base } = splitDataSegments(polled)
+    const packNames = ['boot']
+    const packOfFile = files.map((f) => {
+      const name = packOf(f.path)
+      if (!packNames.includes(name)) packNames.push(name)
+      return packNames.indexOf(name)
+    })
+    const packParts = packNames.map(() => [])
+    files.forEach((f, i) => packParts[packOfFile[i]].push(pgliteData.subarray(f.start, f.start + f.size)))
+    const packs = packParts.map((parts) => Buffer.concat(parts))
+    const firstData = lzma(Buffer.concat([image, packs[0]]))
+    writeFileSync(join(assetDir, 'pglite.wasm'), code)
+    writeFileSync(join(assetDir, 'pglite.data'), firstData)
+    const packSizes = packNames.map((name, i) => {
+      if (i === 0) return [name, packs[0].length, 0]
+      const packed = lzma(packs[i])
+      writeFileSync(join(assetDir, 'share', `${name}.lzma`), packed)
+      return [name, packs[i].length, packed.length]
+    })
+    const templateImage = gunzipSync(readFileSync(templateFile))
+    const templatePacked = lzma(templateImage)
+    writeFileSync(join(assetDir, 'template.pgwt.lzma'), templatePacked)
+    copyFileSync(join(engineDist, 'initdb.wasm'), join(assetDir, 'initdb.wasm'))
+    const assetSizes = {
+      'pglite.wasm': code.length,
+      'pglite.data': firstData.length,
+      'template.pgwt.lzma': templatePacked.length,
+      'initdb.wasm': statSync(join(engineDist, 'initdb.wasm')).size,
     }
-    writeFileSync(join(work, 'manifest.js'), `export const engineVersion = ${JSON.stringify(engineVersion)}\nexport const sizes = ${JSON.stringify(sizes)}\nexport const arrayTypes = ${JSON.stringify(arrayTypes)}\nexport const guardRecords = ${JSON.stringify(guardRecords)}\nexport const interruptPollSlot = ${JSON.stringify(interruptPollSlot)}\n`)
-    // One module per use: a reopen or a snapshot restore never parses the template's text.
+    writeFileSync(
+      join(work, 'manifest.js'),
+      [
+        `export const engineVersion = ${JSON.stringify(engineVersion)}`,
+        `export const assetSizes = ${JSON.stringify(assetSizes)}`,
+        `export const memoryImage = ${JSON.stringify({ base, bytes: image.length })}`,
+        `export const templateBytes = ${templateImage.length}`,
+        `export const dataFiles = ${JSON.stringify({ size: pgliteData.length, sizes: files.map((f) => f.size), packs: packOfFile, packSizes })}`,
+        `export const arrayTypes = ${JSON.stringify(arrayTypes)}`,
+        `export const guardRecords = ${JSON.stringify(guardRecords)}`,
+        `export const interruptPollSlot = ${JSON.stringify(interruptPollSlot)}`,
+        '',
+      ].join('\n'),
+    )
+    // The single-file build (`@pgwasm/pglite/embedded`): the same files
+    // gzipped inside the bundle, each group in a module of its own that is
+    // read when first needed, so a reopen or a snapshot restore never
+    // parses the template's text.
+    const embedded = { 'pglite.wasm': polled, 'pglite.data': pgliteData, 'initdb.wasm': readFileSync(join(engineDist, 'initdb.wasm')), 'template.pgwt.gz': readFileSync(templateFile) }
     const groups = { core: ['pglite.wasm', 'pglite.data'], initdb: ['initdb.wasm'], template: ['template.pgwt.gz'] }
     for (const [group, names] of Object.entries(groups)) {
-      writeFileSync(join(work, `embedded-${group}.js`), `export const gzipped = {\n${names.map((k) => `  ${JSON.stringify(k)}: "${gzipped[k]}",`).join('\n')}\n}\n`)
+      const text = (name) => (name.endsWith('.gz') ? embedded[name] : gzipSync(embedded[name], { level: 9 })).toString('base64')
+      writeFileSync(join(work, `embedded-${group}.js`), `export const gzipped = {\n${names.map((k) => `  ${JSON.stringify(k)}: "${text(k)}",`).join('\n')}\n}\n`)
     }
-    // Each contrib bundle of the engine, in a module of its own: a chunk the
-    // page loads only when an instance uses that bundle (contrib-bundles.browser.ts).
+    // Each contrib bundle of the engine: an asset fetched on use, and for
+    // the single-file build a module of its own, a chunk the page loads
+    // only when an instance uses that bundle (contrib-bundles.browser.ts).
     const contribVirtual = {}
     const loaders = []
     for (const file of readdirSync(engineDist).filter((f) => f.endsWith('.tar.gz')).sort()) {
       const name = file.slice(0, -'.tar.gz'.length)
+      copyFileSync(join(engineDist, file), join(assetDir, 'contrib', file))
       const module = join(work, `contrib-${name}.js`)
       writeFileSync(module, `export const gzipped = "${readFileSync(join(engineDist, file)).toString('base64')}"\n`)
       contribVirtual[`pgwasm:contrib/${name}`] = module
@@ -66,12 +115,15 @@ export default async function buildBrowser({ root, dist, entries }) {
     }
     writeFileSync(join(work, 'contrib-bundles.js'), `export const loaders = {\n${loaders.join('\n')}\n}\n`)
     // The glue reaches for node:module only when it runs in Node; bundlers
-    // would still try to resolve it, so that branch is cut out.
+    // would still try to resolve it, so that branch is cut out. initdb's
+    // glue is also an asset: a first visit does not carry it in its script.
     for (const glue of ['pglite', 'initdb']) {
-      const code = readFileSync(join(engineDist, `${glue}.js`), 'utf8')
+      const glueCode = readFileSync(join(engineDist, `${glue}.js`), 'utf8')
       const nodeImport = 'await(import("node:module"))'
-      if (!code.includes(nodeImport)) throw new Error(`${glue}.js: the node:module import to cut is not where it was; check the engine version`)
-      writeFileSync(join(work, `${glue}-glue.js`), code.replace(nodeImport, '({createRequire(){throw new Error("the browser build of pgwasm cannot run in Node")}})'))
+      if (!glueCode.includes(nodeImport)) throw new Error(`${glue}.js: the node:module import to cut is not where it was; check the engine version`)
+      const browserGlue = glueCode.replace(nodeImport, '({createRequire(){throw new Error("the browser build of pgwasm cannot run in Node")}})')
+      writeFileSync(join(work, `${glue}-glue.js`), browserGlue)
+      if (glue === 'initdb') writeFileSync(join(assetDir, 'initdb.js'), browserGlue)
     }
     const virtual = {
       'pgwasm:engine-manifest': join(work, 'manifest.js'),
@@ -92,6 +144,7 @@ export default async function buildBrowser({ root, dist, entries }) {
         b.onResolve({ filter: /^\.\.?\/(template-disk|fs\/node-dir)\.js$/ }, (a) => (nodeOnly.has(a.path) ? { path: a.path, namespace: 'node-only' } : undefined))
         b.onResolve({ filter: /^\.\/engine-files\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine-files.browser.ts') }))
         b.onResolve({ filter: /^\.\/contrib-bundles\.js$/ }, (a) => ({ path: join(a.resolveDir, 'contrib-bundles.browser.ts') }))
+        b.onResolve({ filter: /^\.\/engine\/embedded-engine\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine', 'embedded-engine.browser.ts') }))
         // Reached only behind Node checks; an empty module keeps the import graph browser-clean.
         b.onLoad({ filter: /.*/, namespace: 'node-only' }, () => ({ contents: 'export {}', loader: 'js' }))
       },

@@ -118,11 +118,12 @@ export interface PGliteOptions {
    */
   relaxedDurability?: boolean
   /**
-   * Browser build only: load the engine files (`pglite.wasm`, `pglite.data`,
-   * `initdb.wasm`, `template.pgwt.gz`, shipped in `dist/browser/assets/`) from
-   * this base URL instead of the copies embedded in the bundle, e.g. to let
-   * the browser cache them separately. A missing, truncated or mis-served
-   * file rejects `create()` with an EngineError naming the URL.
+   * Browser build only: the URL of the folder holding the engine files (a
+   * copy of the package's `dist/browser/assets/`). By default they are
+   * fetched from `assets/` beside the script that imports the package (the
+   * app's bundle); with `@pgwasm/pglite/embedded`, only when given. A
+   * missing, truncated or mis-served file rejects `create()` with an
+   * EngineError naming the URL.
    */
   assetBaseUrl?: string
   /**

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
+import { assetFiles, callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
@@ -52,6 +52,8 @@ beforeAll(async () => {
     '/react-tabs.js': ['text/javascript', readFileSync(join(out, 'react-tabs.js'))],
     '/pg-worker.js': ['text/javascript', readFileSync(join(out, 'pg-worker.js'))],
   }
+  // The engine's assets beside the scripts, as the app's server would have them.
+  Object.assign(files, assetFiles(join(pkgDir, 'dist', 'browser', 'assets')))
   server = fileServer(files)
   const opened = await serveToChromium(server)
   origin = opened.origin

@@ -6,7 +6,7 @@ import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { within } from '@pgwasm/test-support/async'
-import { callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
+import { assetFiles, callPageApi, closeChromium, fileServer, serveToChromium } from '@pgwasm/test-support/chromium'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import type { TabsApi } from './browser/tabs.js'
 
@@ -72,6 +72,8 @@ beforeAll(async () => {
     '/tabs.js': ['text/javascript', readFileSync(join(out, 'tabs.js'))],
     '/pg-worker.js': ['text/javascript', readFileSync(join(out, 'pg-worker.js'))],
   }
+  // The engine's assets beside the scripts, as the app's server would have them.
+  Object.assign(files, assetFiles(join(pkgDir, 'dist', 'browser', 'assets')))
   server = fileServer(files)
   ;({ origin, browser, context } = await serveToChromium(server))
 }, 120_000)

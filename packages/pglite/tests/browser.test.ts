@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:http'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { callPageApi, closeChromium, launchWithProfile, serveToChromium } from '@pgwasm/test-support/chromium'
+import { assetType, callPageApi, closeChromium, launchWithProfile, serveToChromium } from '@pgwasm/test-support/chromium'
 import { hostileSideModule } from '@pgwasm/test-support/hostile-side-module'
 import { findChromium } from '@pgwasm/test-support/required-tools'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
@@ -143,11 +143,14 @@ beforeAll(async () => {
       if (example[2] === 'html') return send(200, 'text/html', `<!doctype html><meta charset="utf-8"><script type="module" src="/${example[1]}.js"></script>`)
       return send(200, 'text/javascript', readFileSync(join(out, `${example[1]}.js`)))
     }
-    const [, dir, name] = url.pathname.split('/')
-    if (dir === 'assets' && name && /^[\w.]+$/.test(name) && existsSync(join(assets, name))) {
-      return send(200, name.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream', readFileSync(join(assets, name)))
+    const [, dir, ...rest] = url.pathname.split('/')
+    // The engine's assets, as an app serves them beside its script (nested: share/, contrib/).
+    const name = rest.join('/')
+    const asset = /^[\w-]+(\/[\w-]+)*(\.[\w]+)+$/.test(name) ? join(assets, name) : undefined
+    if (dir === 'assets' && asset && statSync(asset, { throwIfNoEntry: false })?.isFile()) {
+      return send(200, assetType(name), readFileSync(asset))
     }
-    if (dir === 'truncated' && name && existsSync(join(assets, name))) return send(200, 'application/octet-stream', readFileSync(join(assets, name)).subarray(0, 4096))
+    if (dir === 'truncated' && asset && existsSync(asset)) return send(200, 'application/octet-stream', readFileSync(asset).subarray(0, 4096))
     // A single-page-app server that answers every path with its index page.
     if (dir === 'spa') return send(200, 'text/html', '<!doctype html><title>app</title>')
     send(404, 'text/plain', 'not found')

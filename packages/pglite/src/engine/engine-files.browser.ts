@@ -1,46 +1,75 @@
 import type { InitdbModule, ModuleFactory, PostgresModule } from './emscripten.js'
 import type { EngineFiles, EngineSource } from './engine-files.js'
+import { assetBase, embeddedEngine } from './asset-source.js'
 import { EngineError } from './engine-error.js'
-import { gunzipStream, inflateGzip, unpackGzippedImage } from './tree-image.js'
+import { LazyFiles } from './lazy-files.js'
+import { decodeLzmaInSlices } from './lzma.js'
+import { setMemoryImage } from './memory-image.js'
 import type { DataTree } from './pgdata-tree.js'
+import { decodeTreeImage, rememberImage } from './tree-image.js'
 
 /**
- * The browser build's engine files. They travel inside the bundle (gzipped,
- * base64) so that a plain `esbuild --bundle --platform=browser` of an app
- * needs no loader flags and no copied files; `assetBaseUrl` loads the same
- * files from a server instead (streamed compile, cacheable by the browser).
- * The build generates the virtual modules (scripts/build-browser.mjs).
+ * The browser build's engine files, fetched from `assets/` beside the
+ * script (or `assetBaseUrl`; scripts/build-browser.mjs writes them): a
+ * first visit fetches the engine's code, compiled while it streams, and
+ * `pglite.data` (its memory image and the files every start reads) and,
+ * for a new database, the template; the rest when used (lazy-files.ts).
+ * The page's `@pgwasm/pglite/embedded` import replaces all of it with the
+ * copies inside the bundle (embedded-engine.browser.ts).
  */
 export type { EngineFiles, EngineSource } from './engine-files.js'
+
+type AssetName = keyof (typeof import('pgwasm:engine-manifest'))['assetSizes']
 
 export async function locateEngine(): Promise<{ dist: string; engineVersion: string }> {
   const { engineVersion } = await import('pgwasm:engine-manifest')
   return { dist: '', engineVersion }
 }
 
-type AssetName = 'pglite.wasm' | 'pglite.data' | 'initdb.wasm' | 'template.pgwt.gz'
-
 export async function readEngineFiles(source: EngineSource): Promise<EngineFiles> {
+  const embedded = embeddedEngine(source)
+  if (embedded) return embedded.readEngineFiles()
   const manifest = await import('pgwasm:engine-manifest')
-  const fetchAsset = source.assetBaseUrl === undefined ? embedded : (name: AssetName) => fromUrl(source.assetBaseUrl!, name, manifest.sizes[name])
-  const [pgliteWasm, data, glue] = await Promise.all([
-    source.assetBaseUrl === undefined ? compileEmbedded() : fetchAsset('pglite.wasm').then((bytes) => compile(bytes, 'pglite.wasm', source)),
-    fetchAsset('pglite.data'),
+  const base = assetBase(source)
+  const settled = await Promise.allSettled([
+    compileAsset(base, 'pglite.wasm', manifest.assetSizes['pglite.wasm']),
+    fetchAsset(base, 'pglite.data', manifest.assetSizes['pglite.data']).then((bytes) =>
+      decodeAsset(base, 'pglite.data', bytes, manifest.memoryImage.bytes + manifest.dataFiles.packSizes[0]![1]),
+    ),
     import('pgwasm:postgres-glue') as Promise<{ default: ModuleFactory<PostgresModule> }>,
-  ])
+  ] as const)
+  // Reported in this order, whichever failed first: a server missing them all names pglite.wasm.
+  for (const result of settled) if (result.status === 'rejected') throw result.reason
+  const [wasm, data, glue] = settled as unknown as [PromiseFulfilledResult<WebAssembly.Module>, PromiseFulfilledResult<Uint8Array>, PromiseFulfilledResult<{ default: ModuleFactory<PostgresModule> }>]
+  const { base: at, bytes } = manifest.memoryImage
+  setMemoryImage(wasm.value, { base: at, bytes: data.value.subarray(0, bytes) })
+  let lazyFiles: LazyFiles
+  try {
+    lazyFiles = new LazyFiles(manifest.dataFiles, data.value.subarray(bytes), (name) => new URL(`share/${name}.lzma`, base).href)
+  } catch (cause) {
+    throw new EngineError(`engine asset ${new URL('pglite.data', base).href} does not hold the files this build expects`, { code: 'ASSET_MISSING', cause })
+  }
   return {
-    pgliteWasm,
-    pgliteData: data.buffer.byteLength === data.byteLength ? (data.buffer as ArrayBuffer) : (data.slice().buffer as ArrayBuffer),
-    postgresFactory: glue.default,
+    pgliteWasm: wasm.value,
+    pgliteData: lazyFiles.buffer,
+    postgresFactory: glue.value.default,
     engineVersion: manifest.engineVersion,
+    lazyFiles,
     async initdb() {
+      const glueUrl = new URL('initdb.js', base).href
       const [bytes, initdbGlue] = await Promise.all([
-        fetchAsset('initdb.wasm'),
-        import('pgwasm:initdb-glue') as Promise<{ default: ModuleFactory<InitdbModule> }>,
+        fetchAsset(base, 'initdb.wasm', manifest.assetSizes['initdb.wasm']),
+        // Not bundled: a first visit never runs initdb, so its glue is an asset too.
+        (import(/* @vite-ignore */ /* webpackIgnore: true */ glueUrl) as Promise<{ default: ModuleFactory<InitdbModule> }>).catch((cause: unknown) => {
+          throw new EngineError(`cannot load engine asset ${glueUrl}: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
+        }),
+        lazyFiles.loadAll().catch((cause: unknown) => {
+          throw new EngineError(cause instanceof Error ? cause.message : String(cause), { code: 'ASSET_MISSING', cause })
+        }),
       ])
-      return { module: await compile(bytes, 'initdb.wasm', source), factory: initdbGlue.default }
+      return { module: await compile(bytes, new URL('initdb.wasm', base).href), factory: initdbGlue.default }
     },
-    bundledTemplate: () => templateTree(source),
+    bundledTemplate: () => templateTree(base),
     bundledArrayTypes: manifest.arrayTypes,
     guardRecords: manifest.guardRecords,
     // The build ships pglite.wasm already rewritten (interrupt-polls.ts).
@@ -50,75 +79,77 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
 
 const templates = new Map<string, Promise<DataTree>>()
 
-function templateTree(source: EngineSource): Promise<DataTree> {
-  const key = source.assetBaseUrl ?? ''
-  let tree = templates.get(key)
+function templateTree(base: string): Promise<DataTree> {
+  let tree = templates.get(base)
   if (!tree) {
     tree = (async () => {
-      const gz =
-        source.assetBaseUrl === undefined
-          ? base64Bytes((await import('pgwasm:engine-template')).gzipped['template.pgwt.gz'])
-          : await fromUrl(source.assetBaseUrl, 'template.pgwt.gz', (await import('pgwasm:engine-manifest')).sizes['template.pgwt.gz'])
-      return unpackGzippedImage(gz)
+      const manifest = await import('pgwasm:engine-manifest')
+      const packed = await fetchAsset(base, 'template.pgwt.lzma', manifest.assetSizes['template.pgwt.lzma'])
+      const image = await decodeAsset(base, 'template.pgwt.lzma', packed, manifest.templateBytes)
+      const decoded = decodeTreeImage(image)
+      rememberImage(decoded, image)
+      return decoded
     })()
-    tree.catch(() => templates.delete(key))
-    templates.set(key, tree)
+    tree.catch(() => templates.delete(base))
+    templates.set(base, tree)
   }
   return tree
 }
 
+/** Starts fetching and unpacking the template early, so it overlaps with compiling the engine. */
 export function prefetchBundledTemplate(source: EngineSource): void {
-  templateTree(source).catch(() => {
+  const embedded = embeddedEngine(source)
+  const tree = embedded ? embedded.readEngineFiles().then((files) => files.bundledTemplate?.()) : templateTree(assetBase(source))
+  tree.catch(() => {
     // Reported by the create() that needs it.
   })
 }
 
-async function embedded(name: AssetName): Promise<Uint8Array> {
-  const text =
-    name === 'initdb.wasm'
-      ? (await import('pgwasm:engine-initdb')).gzipped[name]
-      : name === 'template.pgwt.gz'
-        ? (await import('pgwasm:engine-template')).gzipped[name]
-        : (await import('pgwasm:engine-core')).gzipped[name]
-  return inflateGzip(base64Bytes(text))
+async function decodeAsset(base: string, name: AssetName, packed: Uint8Array, size: number): Promise<Uint8Array> {
+  try {
+    return await decodeLzmaInSlices(packed, size)
+  } catch (cause) {
+    throw new EngineError(`engine asset ${new URL(name, base).href} is not the file of this build: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
+  }
 }
 
 /**
- * Decompresses and compiles in one stream: the browser compiles on its own
- * threads while the rest arrives, instead of after it all did. The inflate
- * goes in slices, so the page's thread (and an `idb://` read) is not held
- * for its whole ~100 ms.
+ * Compiles the engine as it downloads (the browser compiles on its own
+ * threads while the rest arrives, and caches the result with the
+ * response). A server that does not say `application/wasm` gets the
+ * bytes read first instead, as does a runtime without streaming compiles.
  */
-async function compileEmbedded(): Promise<WebAssembly.Module> {
-  const core = await import('pgwasm:engine-core')
-  const gz = base64Bytes(core.gzipped['pglite.wasm'])
-  if (typeof WebAssembly.compileStreaming === 'function' && typeof DecompressionStream === 'function') {
+async function compileAsset(base: string, name: AssetName, expected: number): Promise<WebAssembly.Module> {
+  const url = new URL(name, base).href
+  const response = await get(url)
+  const type = response.headers.get('content-type') ?? ''
+  if (typeof WebAssembly.compileStreaming === 'function' && /^application\/wasm\b/i.test(type)) {
     try {
-      return await WebAssembly.compileStreaming(new Response(gunzipStream(gz), { headers: { 'content-type': 'application/wasm' } }))
-    } catch {
-      // Some runtimes refuse a constructed Response: compile the bytes instead.
+      return await WebAssembly.compileStreaming(response)
+    } catch (cause) {
+      // Say what arrived: fetched again (from the HTTP cache, mostly) to count it.
+      await checkedBytes(await get(url), url, expected)
+      throw new EngineError(`engine asset ${url} is not the engine's WebAssembly: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
     }
   }
-  return compile(await inflateGzip(gz), 'pglite.wasm', {})
+  return compile(await checkedBytes(response, url, expected), url)
 }
 
-async function compile(bytes: Uint8Array, name: AssetName, source: EngineSource): Promise<WebAssembly.Module> {
+async function compile(bytes: Uint8Array, url: string): Promise<WebAssembly.Module> {
   try {
     return await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>)
   } catch (cause) {
-    const where = source.assetBaseUrl === undefined ? `the embedded ${name}` : assetUrl(source.assetBaseUrl, name)
-    throw new EngineError(`engine asset ${where} is not the engine's WebAssembly: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
+    throw new EngineError(`engine asset ${url} is not the engine's WebAssembly: ${String(cause)}`, { code: 'ASSET_MISSING', cause })
   }
 }
 
-function assetUrl(base: string, name: AssetName): string {
-  const root = typeof location === 'undefined' ? undefined : location.href
-  return new URL(name, new URL(base.endsWith('/') ? base : `${base}/`, root)).href
+async function fetchAsset(base: string, name: AssetName, expected: number): Promise<Uint8Array> {
+  const url = new URL(name, base).href
+  return checkedBytes(await get(url), url, expected)
 }
 
-/** Fetches one asset; any failure names the URL and why, never hangs on a stalled server past the browser's own limits. */
-async function fromUrl(base: string, name: AssetName, expected: number): Promise<Uint8Array> {
-  const url = assetUrl(base, name)
+/** GETs one asset; any failure names the URL and why. */
+async function get(url: string): Promise<Response> {
   let response: Response
   try {
     response = await fetch(url)
@@ -128,6 +159,10 @@ async function fromUrl(base: string, name: AssetName, expected: number): Promise
   if (!response.ok) {
     throw new EngineError(`cannot load engine asset ${url}: HTTP ${response.status} ${response.statusText}`.trim(), { code: 'ASSET_MISSING' })
   }
+  return response
+}
+
+async function checkedBytes(response: Response, url: string, expected: number): Promise<Uint8Array> {
   let bytes: Uint8Array
   try {
     bytes = new Uint8Array(await response.arrayBuffer())
@@ -142,16 +177,4 @@ async function fromUrl(base: string, name: AssetName, expected: number): Promise
     )
   }
   return bytes
-}
-
-type Base64Decoder = { fromBase64?: (text: string) => Uint8Array }
-
-/** Bytes of base64 `text` (the embedded assets). */
-export function base64Bytes(text: string): Uint8Array {
-  const native = (Uint8Array as unknown as Base64Decoder).fromBase64
-  if (native) return native(text)
-  const binary = atob(text)
-  const out = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i)
-  return out
 }
