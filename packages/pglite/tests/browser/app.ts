@@ -420,6 +420,34 @@ const api = {
     }
   },
 
+  /**
+   * What Postgres reads only when a query needs it, on the page or through a
+   * worker: a time zone, text search, a client encoding, PL/pgSQL, ICU.
+   */
+  async filesOnUse(where: 'page' | 'worker') {
+    const db = where === 'page' ? await PGlite.create() : await PGliteWorker.create(new Worker('/pg-worker.js', { type: 'module' }))
+    const value = async (sql: string) => (await db.query<{ v: unknown }>(sql)).rows[0]!.v
+    await db.exec(`set time zone 'Europe/Paris'`)
+    const paris = await value(`select to_char('2024-07-01 12:00:00+00'::timestamptz, 'HH24:MI TZ') as v`)
+    const zones = await value('select count(*)::int as v from pg_timezone_names')
+    const tsvector = await value(`select to_tsvector('english', 'The quick brown foxes')::text as v`)
+    const latin1 = await value(`select encode(convert_to('é', 'LATIN1'), 'hex') as v`)
+    await db.exec(`create function twice(int) returns int language plpgsql as $$ begin return $1 * 2; end $$`)
+    const plpgsql = await value('select twice(21) as v')
+    const icu = await value(`select 'a' < 'B' collate "und-x-icu" as v`)
+    await db.close()
+    return { paris, zones, tsvector, latin1, plpgsql, icu }
+  },
+
+  /** A database made by initdb in the page (not the shipped template): its program and files come on use. */
+  async initdbInPage() {
+    const db = await PGlite.create({ initdbArgs: ['--no-data-checksums'] })
+    await db.exec(`create table t (v text); insert into t values ('made by initdb')`)
+    const { rows } = await db.query<{ v: string }>('select v from t')
+    await db.close()
+    return rows.map((r) => r.v)
+  },
+
   async withAssetBase(base: string) {
     try {
       const db = await PGlite.create({ assetBaseUrl: base })
