@@ -8,6 +8,7 @@ import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
 import { BROWSER_CASES, BROWSER_PATHS, FIREFOX_CASES, FIREFOX_PATHS, TAB_FAILOVER, WEBKIT_CASES, WEBKIT_PATHS } from '../src/suites/browser.js'
+import { FIRST_VISIT_CASES, FIRST_VISIT_PATHS } from '../src/suites/browser-first-visit.js'
 import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
 import { OURS, OURS_BRIDGE_NODE, PRISMA_CASES, PRISMA_PATHS } from '../src/suites/prisma.js'
 import { RTT_CASES, RTT_PATHS } from '../src/suites/rtt.js'
@@ -108,11 +109,12 @@ describe('pnpm bench at a tiny scale', () => {
     expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser'])
   })
 
-  it('browser: the Firefox and WebKit store rows are present, measured or explained', () => {
+  it('browser: the Firefox and WebKit store rows and the first-visit rows are present, measured or explained', () => {
     const rows = rowsOf('browser')
     for (const [cases, paths] of [
       [FIREFOX_CASES, FIREFOX_PATHS],
       [WEBKIT_CASES, WEBKIT_PATHS],
+      [FIRST_VISIT_CASES, FIRST_VISIT_PATHS],
     ] as const) {
       for (const c of cases) for (const p of paths) expect(rows.find((r) => r.case === c && r.path === p), `browser: ${c} | ${p}`).toBeDefined()
     }
