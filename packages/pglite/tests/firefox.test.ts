@@ -47,6 +47,14 @@ describe('browser build in Firefox', () => {
     await page.close()
   }, 120_000)
 
+  it('fetches what Postgres reads only on use (a time zone, text search, an encoding, PL/pgSQL, ICU) when used, on the page and in a worker', async () => {
+    const page = await openFirefoxPage(browser, `${origin}/`, 'pgwasmTest')
+    const expected = { paris: '14:00 CEST', tsvector: "'brown':3 'fox':4 'quick':2", latin1: 'e9', plpgsql: 42, icu: true }
+    expect(await app(page)('filesOnUse', 'page')).toMatchObject(expected)
+    expect(await app(page)('filesOnUse', 'worker')).toMatchObject(expected)
+    await page.close()
+  }, 120_000)
+
   it('idb:// keeps committed rows across a reload without close, and reopens', async () => {
     const page = await openFirefoxPage(browser, `${origin}/`, 'pgwasmTest')
     const name = `reload-${Date.now()}`

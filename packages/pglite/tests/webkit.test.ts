@@ -42,6 +42,13 @@ describe('browser build in WebKit (WebKitGTK)', () => {
     expect(r).toMatchObject({ second: 1, pool: '16MB', customPool: '32MB' })
   }, 120_000)
 
+  it('fetches what Postgres reads only on use (a time zone, text search, an encoding, PL/pgSQL, ICU) when used, on the page and in a worker', async () => {
+    await openApp()
+    const expected = { paris: '14:00 CEST', tsvector: "'brown':3 'fox':4 'quick':2", latin1: 'e9', plpgsql: 42, icu: true }
+    expect(await app('filesOnUse', 'page')).toMatchObject(expected)
+    expect(await app('filesOnUse', 'worker')).toMatchObject(expected)
+  }, 120_000)
+
   it('idb:// keeps committed rows across a reload without close, and reopens', async () => {
     await openApp()
     const name = `reload-${Date.now()}`
