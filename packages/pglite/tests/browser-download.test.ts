@@ -59,15 +59,17 @@ beforeAll(async () => {
   const assets = assetFiles(join(pkgDir, 'dist', 'browser', 'assets'))
   server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname
-    const [, variant, ...rest] = path.split('/')
+    const [, served, ...rest] = path.split('/')
     const file = rest.join('/')
+    // `no-packs` is the default build from a server that lacks the packs fetched on use.
+    const variant = served === 'no-packs' ? 'default' : served
     let body: Buffer | undefined
     let type = 'text/javascript'
     if ((variant === 'default' || variant === 'embedded') && /^[\w-]+\.js$/.test(file) && existsSync(join(out, variant, file))) body = readFileSync(join(out, variant, file))
     else if ((variant === 'default' || variant === 'embedded') && ['page-app', 'worker-app', 'app'].includes(file)) {
       body = page(`${file}.js`)
       type = 'text/html'
-    } else if (variant === 'default' && assets[`/${file}`]) [type, body] = assets[`/${file}`]!
+    } else if (variant === 'default' && assets[`/${file}`] && !(served === 'no-packs' && file.startsWith('assets/share/'))) [type, body] = assets[`/${file}`]!
     // app.ts starts its worker from the root (`/pg-worker.js`), which then finds the assets at `/assets/`.
     else if (path === '/pg-worker.js' && existsSync(join(out, 'default', 'pg-worker.js'))) body = readFileSync(join(out, 'default', 'pg-worker.js'))
     else if (assets[path]) [type, body] = assets[path]!
@@ -135,6 +137,20 @@ describe('what a first visit of a plain app downloads', () => {
       console.log(`first visit, single-file build, ${app}: ${visit.raw} bytes, ${visit.gzipped} gzipped, in ${visit.paths.length} files`)
     }, 180_000)
   }
+
+  it('a pack that cannot be fetched fails the statement that needed it with an ERROR, and the database goes on', async () => {
+    const context = await browser.newContext()
+    try {
+      const page = await context.newPage()
+      await page.goto(`${origin}/no-packs/app`)
+      await page.waitForFunction(() => 'pgwasmTest' in globalThis, undefined, { timeout: 60_000 })
+      const r = await callPageApi<Awaited<ReturnType<TestApi['missingPack']>>>(page, 'pgwasmTest', 'missingPack', [])
+      expect(r.error).toMatchObject({ name: 'DatabaseError', code: '22023', isDatabaseError: true })
+      expect(r.after).toBe(2)
+    } finally {
+      await context.close()
+    }
+  }, 180_000)
 
   it('fetches what Postgres reads only on use (time zones, text search, an encoding, PL/pgSQL, ICU, initdb) when it is used, on the page and in a worker', async () => {
     const context = await browser.newContext()

@@ -439,6 +439,20 @@ const api = {
     return { paris, zones, tsvector, latin1, plpgsql, icu }
   },
 
+  /** A pack the server does not have: the statement that needed it fails with an ERROR, the database goes on. */
+  async missingPack() {
+    const db = await PGlite.create()
+    let error: ErrorInfo | undefined
+    try {
+      await db.exec(`set time zone 'Europe/Paris'`)
+    } catch (err) {
+      error = describe(err)
+    }
+    const after = (await db.query<{ n: number }>('select 1 + 1 as n')).rows[0]!.n
+    await db.close()
+    return { error, after }
+  },
+
   /** A database made by initdb in the page (not the shipped template): its program and files come on use. */
   async initdbInPage() {
     const db = await PGlite.create({ initdbArgs: ['--no-data-checksums'] })
