@@ -150,10 +150,10 @@ export function guardDlopen(
 export function moduleFileRefusal(mod: PostgresModule, trust: SideModuleTrust, path: string): string | undefined {
   const name = normalize(path)
   // A shipped module the page has not fetched yet gets its bytes (and with
-  // them its trusted size) on open (lazy-files.ts); for any other file an
-  // open and close changes nothing.
+  // them its trusted size) on open (lazy-files.ts); for any other regular
+  // file an open and close changes nothing (a device's open might).
   try {
-    mod.FS.close(mod.FS.open(name, 'r'))
+    if (mod.FS.isFile(mod.FS.stat(name).mode)) mod.FS.close(mod.FS.open(name, 'r'))
   } catch {
     // Missing or unreadable: refused below.
   }
