@@ -9,6 +9,14 @@
 /** A probability's start: one half, of 2^11. */
 export const PROB_INIT = 1024
 const TOP = 1 << 24
+/**
+ * Range and code are unsigned 32-bit numbers kept in int32 variables; they
+ * are compared with the sign bit flipped (a < b unsigned is (a ^ SIGN) <
+ * (b ^ SIGN) signed), since a value at or past 2^31 read through `>>> 0`
+ * would leave int32 and cost V8 a deoptimization, once per page.
+ */
+const SIGN = 0x80000000 | 0
+const TOP_SIGNED = TOP ^ SIGN
 const LEN_LOW = 8
 const LEN_MID = 8
 const END_POS_MODEL = 14
@@ -48,6 +56,7 @@ export interface LzmaCoder {
 export function decodeRun(run: LzmaCoder, budget: number): boolean {
   const { s, out, input, probs, lc } = run
   const end = out.byteLength
+  const inEnd = input.byteLength
   const pbMask = (1 << run.pb) - 1
   const lpMask = (1 << run.lp) - 1
   let range = s[0]! | 0
@@ -72,7 +81,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
     i = IS_MATCH + (state << 4) + posState
     p = probs[i]!
     bound = Math.imul(range >>> 11, p)
-    if (code >>> 0 < bound >>> 0) {
+    if ((code ^ SIGN) < (bound ^ SIGN)) {
       range = bound
       probs[i] = p + ((2048 - p) >>> 5)
       b = 0
@@ -82,7 +91,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       probs[i] = p - (p >>> 5)
       b = 1
     }
-    if (range >>> 0 < TOP) {
+    if ((range ^ SIGN) < TOP_SIGNED) {
       range <<= 8
       code = (code << 8) | input[at++]!
     }
@@ -98,7 +107,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           i = base + ((1 + matchBit) << 8) + m
           p = probs[i]!
           bound = Math.imul(range >>> 11, p)
-          if (code >>> 0 < bound >>> 0) {
+          if ((code ^ SIGN) < (bound ^ SIGN)) {
             range = bound
             probs[i] = p + ((2048 - p) >>> 5)
             b = 0
@@ -108,7 +117,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
             probs[i] = p - (p >>> 5)
             b = 1
           }
-          if (range >>> 0 < TOP) {
+          if ((range ^ SIGN) < TOP_SIGNED) {
             range <<= 8
             code = (code << 8) | input[at++]!
           }
@@ -120,7 +129,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         i = base + m
         p = probs[i]!
         bound = Math.imul(range >>> 11, p)
-        if (code >>> 0 < bound >>> 0) {
+        if ((code ^ SIGN) < (bound ^ SIGN)) {
           range = bound
           probs[i] = p + ((2048 - p) >>> 5)
           b = 0
@@ -130,7 +139,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           probs[i] = p - (p >>> 5)
           b = 1
         }
-        if (range >>> 0 < TOP) {
+        if ((range ^ SIGN) < TOP_SIGNED) {
           range <<= 8
           code = (code << 8) | input[at++]!
         }
@@ -143,7 +152,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
     i = IS_REP + state
     p = probs[i]!
     bound = Math.imul(range >>> 11, p)
-    if (code >>> 0 < bound >>> 0) {
+    if ((code ^ SIGN) < (bound ^ SIGN)) {
       range = bound
       probs[i] = p + ((2048 - p) >>> 5)
       b = 0
@@ -153,7 +162,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       probs[i] = p - (p >>> 5)
       b = 1
     }
-    if (range >>> 0 < TOP) {
+    if ((range ^ SIGN) < TOP_SIGNED) {
       range <<= 8
       code = (code << 8) | input[at++]!
     }
@@ -162,7 +171,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       i = IS_REP_G0 + state
       p = probs[i]!
       bound = Math.imul(range >>> 11, p)
-      if (code >>> 0 < bound >>> 0) {
+      if ((code ^ SIGN) < (bound ^ SIGN)) {
         range = bound
         probs[i] = p + ((2048 - p) >>> 5)
         b = 0
@@ -172,7 +181,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         probs[i] = p - (p >>> 5)
         b = 1
       }
-      if (range >>> 0 < TOP) {
+      if ((range ^ SIGN) < TOP_SIGNED) {
         range <<= 8
         code = (code << 8) | input[at++]!
       }
@@ -180,7 +189,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         i = IS_REP0_LONG + (state << 4) + posState
         p = probs[i]!
         bound = Math.imul(range >>> 11, p)
-        if (code >>> 0 < bound >>> 0) {
+        if ((code ^ SIGN) < (bound ^ SIGN)) {
           range = bound
           probs[i] = p + ((2048 - p) >>> 5)
           b = 0
@@ -190,7 +199,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           probs[i] = p - (p >>> 5)
           b = 1
         }
-        if (range >>> 0 < TOP) {
+        if ((range ^ SIGN) < TOP_SIGNED) {
           range <<= 8
           code = (code << 8) | input[at++]!
         }
@@ -205,7 +214,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         i = IS_REP_G1 + state
         p = probs[i]!
         bound = Math.imul(range >>> 11, p)
-        if (code >>> 0 < bound >>> 0) {
+        if ((code ^ SIGN) < (bound ^ SIGN)) {
           range = bound
           probs[i] = p + ((2048 - p) >>> 5)
           b = 0
@@ -215,7 +224,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           probs[i] = p - (p >>> 5)
           b = 1
         }
-        if (range >>> 0 < TOP) {
+        if ((range ^ SIGN) < TOP_SIGNED) {
           range <<= 8
           code = (code << 8) | input[at++]!
         }
@@ -224,7 +233,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           i = IS_REP_G2 + state
           p = probs[i]!
           bound = Math.imul(range >>> 11, p)
-          if (code >>> 0 < bound >>> 0) {
+          if ((code ^ SIGN) < (bound ^ SIGN)) {
             range = bound
             probs[i] = p + ((2048 - p) >>> 5)
             b = 0
@@ -234,7 +243,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
             probs[i] = p - (p >>> 5)
             b = 1
           }
-          if (range >>> 0 < TOP) {
+          if ((range ^ SIGN) < TOP_SIGNED) {
             range <<= 8
             code = (code << 8) | input[at++]!
           }
@@ -263,7 +272,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
     i = coder
     p = probs[i]!
     bound = Math.imul(range >>> 11, p)
-    if (code >>> 0 < bound >>> 0) {
+    if ((code ^ SIGN) < (bound ^ SIGN)) {
       range = bound
       probs[i] = p + ((2048 - p) >>> 5)
       b = 0
@@ -273,7 +282,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       probs[i] = p - (p >>> 5)
       b = 1
     }
-    if (range >>> 0 < TOP) {
+    if ((range ^ SIGN) < TOP_SIGNED) {
       range <<= 8
       code = (code << 8) | input[at++]!
     }
@@ -285,7 +294,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       i = coder + LEN_CHOICE2
       p = probs[i]!
       bound = Math.imul(range >>> 11, p)
-      if (code >>> 0 < bound >>> 0) {
+      if ((code ^ SIGN) < (bound ^ SIGN)) {
         range = bound
         probs[i] = p + ((2048 - p) >>> 5)
         b = 0
@@ -295,7 +304,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         probs[i] = p - (p >>> 5)
         b = 1
       }
-      if (range >>> 0 < TOP) {
+      if ((range ^ SIGN) < TOP_SIGNED) {
         range <<= 8
         code = (code << 8) | input[at++]!
       }
@@ -314,7 +323,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       i = coder + m
       p = probs[i]!
       bound = Math.imul(range >>> 11, p)
-      if (code >>> 0 < bound >>> 0) {
+      if ((code ^ SIGN) < (bound ^ SIGN)) {
         range = bound
         probs[i] = p + ((2048 - p) >>> 5)
         b = 0
@@ -324,7 +333,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         probs[i] = p - (p >>> 5)
         b = 1
       }
-      if (range >>> 0 < TOP) {
+      if ((range ^ SIGN) < TOP_SIGNED) {
         range <<= 8
         code = (code << 8) | input[at++]!
       }
@@ -339,7 +348,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
         i = slots + m
         p = probs[i]!
         bound = Math.imul(range >>> 11, p)
-        if (code >>> 0 < bound >>> 0) {
+        if ((code ^ SIGN) < (bound ^ SIGN)) {
           range = bound
           probs[i] = p + ((2048 - p) >>> 5)
           b = 0
@@ -349,7 +358,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           probs[i] = p - (p >>> 5)
           b = 1
         }
-        if (range >>> 0 < TOP) {
+        if ((range ^ SIGN) < TOP_SIGNED) {
           range <<= 8
           code = (code << 8) | input[at++]!
         }
@@ -360,7 +369,8 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
       if (slot < 4) dist = slot
       else {
         const count = (slot >>> 1) - 1
-        dist = (2 | (slot & 1)) * 2 ** count
+        // In int32: a distance past 2^31 wraps negative, and only the end marker (-1) may.
+        dist = (2 | (slot & 1)) << count
         let tree: number
         let treeBits: number
         if (slot < END_POS_MODEL) {
@@ -371,17 +381,17 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           for (let k = count - ALIGN_BITS; k > 0; k--) {
             range = range >>> 1
             b = 0
-            if (code >>> 0 >= range >>> 0) {
+            if ((code ^ SIGN) >= (range ^ SIGN)) {
               code = (code - range) | 0
               b = 1
             }
-            direct = direct * 2 + b
-            if (range >>> 0 < TOP) {
+            direct = (direct << 1) | b
+            if ((range ^ SIGN) < TOP_SIGNED) {
               range <<= 8
               code = (code << 8) | input[at++]!
             }
           }
-          dist += direct * 16
+          dist = (dist + (direct << ALIGN_BITS)) | 0
           tree = ALIGN
           treeBits = ALIGN_BITS
         }
@@ -390,7 +400,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
           i = tree + m
           p = probs[i]!
           bound = Math.imul(range >>> 11, p)
-          if (code >>> 0 < bound >>> 0) {
+          if ((code ^ SIGN) < (bound ^ SIGN)) {
             range = bound
             probs[i] = p + ((2048 - p) >>> 5)
             b = 0
@@ -400,19 +410,20 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
             probs[i] = p - (p >>> 5)
             b = 1
           }
-          if (range >>> 0 < TOP) {
+          if ((range ^ SIGN) < TOP_SIGNED) {
             range <<= 8
             code = (code << 8) | input[at++]!
           }
           m = (m << 1) | b
-          dist += b * 2 ** k
+          dist = (dist + (b << k)) | 0
         }
       }
-      if (dist === 0xffffffff) {
+      if (dist === -1) {
         // The end marker: only where the output is complete.
         if (pos !== end) throw new Error(`.lzma data ends after ${pos} of ${end} bytes`)
         break
       }
+      if (dist < 0) throw new Error('corrupt .lzma data')
       rep0 = dist
     }
     len += MATCH_MIN
@@ -423,7 +434,7 @@ export function decodeRun(run: LzmaCoder, budget: number): boolean {
     pos += len
   }
   // Reading past the end gives NaN, which decodes garbage: caught here.
-  if (at > input.byteLength) throw new Error('.lzma data is truncated')
+  if (at > inEnd) throw new Error('.lzma data is truncated')
   s[0] = range
   s[1] = code
   s[2] = at
