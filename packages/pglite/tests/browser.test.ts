@@ -72,7 +72,7 @@ beforeAll(async () => {
     throw new Error(`no Chromium at ${process.env.PGWASM_CHROMIUM ?? '/usr/bin/chromium'}: apt-get install chromium (.ci/run does), or set PGWASM_CHROMIUM`)
   }
   out = tempDir('pgwasm-browser-')
-  // What an app author runs, with no plugin, loader or copied file.
+  // What an app author runs, with no plugin or loader (the engine's assets are served beside it, below).
   await build({
     entryPoints: [join(here, 'browser', 'app.ts'), join(here, 'browser', 'pg-worker.ts')],
     bundle: true,
