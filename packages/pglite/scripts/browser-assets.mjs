@@ -63,6 +63,7 @@ export function splitDataSegments(wasm) {
   }
   const base = Math.min(...segments.map((s) => s.offset))
   const end = Math.max(...segments.map((s) => s.offset + s.bytes.length))
+  checkStartFunction(wasm, sections, end)
   const image = new Uint8Array(end - base)
   for (const s of segments) image.set(s.bytes, s.offset - base)
   // The data count section (12) must agree with the data section: both say none.
@@ -74,6 +75,64 @@ export function splitDataSegments(wasm) {
   const code = Buffer.concat(parts)
   if (!WebAssembly.validate(code)) throw new Error('pglite.wasm without its data segments does not validate')
   return { code, image, base }
+}
+
+/**
+ * The image is written after instantiation, so after the start function:
+ * it must not write where the image goes. This build's only zeroes the BSS
+ * (`memory.fill` of constants); anything else stops the build.
+ */
+function checkStartFunction(wasm, sections, imageEnd) {
+  const start = sections.find((s) => s.id === 8)
+  if (!start) return
+  const [fn] = leb(wasm, start.body)
+  let imported = 0
+  const imports = sections.find((s) => s.id === 2)
+  if (imports) {
+    let [count, p] = leb(wasm, imports.body)
+    for (let i = 0; i < count; i++) {
+      for (let name = 0; name < 2; name++) {
+        const [length, q] = leb(wasm, p)
+        p = q + length
+      }
+      const kind = wasm[p++]
+      if (kind === 0) [, p] = leb(wasm, p)
+      else if (kind === 1) [, p] = limits(wasm, p + 1)
+      else if (kind === 2) [, p] = limits(wasm, p)
+      else if (kind === 3) p += 2
+      else if (kind === 4) [, p] = leb(wasm, p + 1)
+      if (kind === 0) imported++
+    }
+  }
+  const codeSection = sections.find((s) => s.id === 10)
+  let [count, p] = leb(wasm, codeSection.body)
+  for (let i = 0; i < count; i++) {
+    const [size, body] = leb(wasm, p)
+    if (i + imported === fn) {
+      // No locals; i32.const dest, i32.const 0, i32.const length, memory.fill 0, end.
+      const bytes = wasm.subarray(body, body + size)
+      let q = 1
+      const consts = []
+      for (let k = 0; k < 3; k++) {
+        if (bytes[0] !== 0 || bytes[q] !== 0x41) break
+        const [value, next] = leb(bytes, q + 1)
+        consts.push(value)
+        q = next
+      }
+      const fill = consts.length === 3 && consts[1] === 0 && bytes[q] === 0xfc && bytes[q + 1] === 0x0b && bytes[q + 3] === 0x0b && q + 4 === bytes.length
+      if (!fill || consts[0] < imageEnd) throw new Error('pglite.wasm: its start function does more than zero the memory past the data segments; check the engine version')
+      return
+    }
+    p = body + size
+  }
+  throw new Error('pglite.wasm: its start function was not found')
+}
+
+function limits(bytes, at) {
+  const flags = bytes[at]
+  let [, p] = leb(bytes, at + 1)
+  if (flags & 1) [, p] = leb(bytes, p)
+  return [flags, p]
 }
 
 /** `xz --format=lzma -9e`: what lzma.ts decodes. @throws when xz is missing (apt-get install xz-utils). */
