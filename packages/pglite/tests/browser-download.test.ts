@@ -9,7 +9,7 @@ import { build, type Plugin } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TestApi } from './browser/app.js'
-import { assetFiles, callPageApi, closeChromium, serveToChromium } from './fixtures/chromium.js'
+import { assetFiles, callPageApi, closeChromium, serveToChromium } from '@pgwasm/test-support/chromium'
 
 /**
  * What a first visit of a plain app downloads (#34): two apps on the core,
