@@ -16,7 +16,7 @@ import { STOP_CASES } from '../src/suites/stop-latency.js'
 import { caseNames, SOCKET_PATHS } from '../src/suites/socket.js'
 import { TARGETS } from '../src/suites/speedtest-child.js'
 import { TOTAL } from '../src/suites/speedtest.js'
-import { BULK_KINDS, bulkCase, bulkRows, CLONE, COLD, COLD_RSS, EXT_CLONE, EXT_FIRST, EXT_LATER, EXT_SCHEMA, FIRST, LATER, MANY, OPEN, RSS, SCHEMA_DB, TESTDB, TESTDB_FILES, TESTDB_ONE_FILE } from '../src/suites/startup.js'
+import { BULK_KINDS, bulkCase, bulkRows, CLONE, COLD, COLD_RSS, EXT_CLONE, EXT_FIRST, EXT_LATER, EXT_SCHEMA, EXT_SCHEMA_DB, FIRST, LATER, MANY, OPEN, RSS, SCHEMA_DB, SCHEMA_LATER, TESTDB, TESTDB_FILES, TESTDB_ONE_FILE } from '../src/suites/startup.js'
 import type { BenchResult, Row, SuiteName } from '../src/types.js'
 
 /**
@@ -34,7 +34,7 @@ let run: { status: number | null; stdout: string; stderr: string }
 const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
   startup: {
     // The bulk rows' counts follow --scale (0.01 below).
-    cases: [FIRST, RSS, COLD, COLD_RSS, SCHEMA_DB, TESTDB, TESTDB_FILES, TESTDB_ONE_FILE, LATER, OPEN, CLONE, EXT_FIRST, EXT_LATER, EXT_CLONE, EXT_SCHEMA, MANY, ...BULK_KINDS.flatMap((k) => bulkRows(0.01).map((n) => bulkCase(k, n)))],
+    cases: [FIRST, RSS, COLD, COLD_RSS, SCHEMA_DB, EXT_SCHEMA_DB, TESTDB, TESTDB_FILES, TESTDB_ONE_FILE, LATER, OPEN, CLONE, EXT_FIRST, EXT_LATER, EXT_CLONE, EXT_SCHEMA, SCHEMA_LATER, MANY, ...BULK_KINDS.flatMap((k) => bulkRows(0.01).map((n) => bulkCase(k, n)))],
     paths: ['pgwasm', 'PGlite'],
   },
   rtt: { cases: RTT_CASES, paths: RTT_PATHS },

@@ -29,6 +29,8 @@ export const EXT_FIRST = 'create() with 5 extensions (pg_trgm, hstore, pgcrypto,
 export const EXT_LATER = 'create() with the 5 extensions, later in the same process'
 export const EXT_CLONE = 'clone() of a database using the 5 extensions, with a 1,000-row table'
 export const EXT_SCHEMA = 'a schema creating the 5 extensions and a table, later in the same process'
+export const SCHEMA_LATER = 'a 12-table schema, later in the same process'
+export const EXT_SCHEMA_DB = 'database with a schema creating the 5 extensions, seen before, new process (incl. import)'
 export const TESTDB_FILES = 'Prisma TestDatabase, 5 test files x 10 tests (vitest run)'
 export const TESTDB_ONE_FILE = 'Prisma TestDatabase, 1 test file x 50 tests (vitest run)'
 /** The bulk-load rows: a load of `rows` rows of 1 kB into a new table (CREATE TABLE AS or COPY FROM). */
@@ -80,7 +82,7 @@ export async function run(s: SuiteRun): Promise<void> {
     'Every sample comes from a new node process running a bundled child (no TypeScript loader); pgwasm and PGlite alternate.',
     `"later" creates ${perChild} instances after a discarded first one in each process; clone() is timed ${perChild} times per process.`,
     'Peak RSS is the process maximum resident set (process.resourceUsage().maxRSS) after the first create() and a select 1, Node itself included.',
-    `"${SCHEMA_DB}": pgwasm restores the state PGlite.createCached saved in an earlier process; PGlite runs create() and the schema's SQL (12 tables with an index each). "${TESTDB}": the same tables from a Prisma schema, restored by TestDatabase; its first process (not measured) ran the schema engine.`,
+    `"${SCHEMA_DB}": pgwasm restores the state PGlite.createCached saved in an earlier process; PGlite runs create() and the schema's SQL (12 tables with an index each). "${TESTDB}": the same tables from a Prisma schema, restored by TestDatabase; its first process (not measured) ran the schema engine. "${EXT_SCHEMA_DB}" is the same with the 5 extensions' CREATE EXTENSION and a table; "${SCHEMA_LATER}" and "${EXT_SCHEMA}" are the two schemas' createCached (PGlite: create() + the SQL) after a discarded first in the process.`,
     `"${COLD}" gives each pgwasm process a new, empty PGWASM_CACHE_DIR: no template or snapshot from an earlier process (PGlite keeps no cache, so its row is its first create()).`,
     `"${MANY}": one process per sample creates ${MANY_COUNT} databases, each with a 1,000-row table, keeps them all open and reports process.memoryUsage().rss once all answered; ${Math.min(2, samples)} samples per engine.`,
   )
@@ -157,13 +159,17 @@ export async function run(s: SuiteRun): Promise<void> {
       }
     }
     await serverRss(s, work, Math.min(3, samples))
-    if (s.wants(SCHEMA_DB)) {
-      const schema = measure(SCHEMA_DB)
+    for (const [name, mode] of [
+      [SCHEMA_DB, 'schema'],
+      [EXT_SCHEMA_DB, 'ext-schema-first'],
+    ] as const) {
+      if (!s.wants(name)) continue
+      const schema = measure(name)
       // The first process saves the schema's state (ours); the measured ones find it.
-      for (const impl of live) await spawnChild(impl, ['schema'], [schema])
+      for (const impl of live) await spawnChild(impl, [mode], [schema])
       for (let i = 0; i < samples; i++) {
         for (const impl of rotated(i)) {
-          const r = await spawnChild(impl, ['schema'], [schema])
+          const r = await spawnChild(impl, [mode], [schema])
           if (r) push(schema, impl, r.samples)
         }
       }
@@ -230,6 +236,7 @@ export async function run(s: SuiteRun): Promise<void> {
       [EXT_LATER, 'ext-later'],
       [EXT_CLONE, 'ext-clone'],
       [EXT_SCHEMA, 'ext-schema'],
+      [SCHEMA_LATER, 'schema-later'],
     ] as const) {
       if (!s.wants(name)) continue
       const m = measure(name)
@@ -265,8 +272,12 @@ export async function run(s: SuiteRun): Promise<void> {
   }
   s.ratio('create() later in process: pgwasm / PGlite', { case: LATER, path: 'pgwasm' }, { case: LATER, path: 'PGlite' })
   s.ratio('create() with 5 extensions, later: pgwasm / PGlite (pgwasm target <= 50 ms)', { case: EXT_LATER, path: 'pgwasm' }, { case: EXT_LATER, path: 'PGlite' })
-  s.ratio('clone() with 5 extensions: pgwasm / PGlite (pgwasm target <= 30 ms)', { case: EXT_CLONE, path: 'pgwasm' }, { case: EXT_CLONE, path: 'PGlite' })
+  s.ratio('clone() with 5 extensions: pgwasm / PGlite (pgwasm target <= 10 ms)', { case: EXT_CLONE, path: 'pgwasm' }, { case: EXT_CLONE, path: 'PGlite' })
+  s.ratio('clone(), pgwasm: with 5 extensions / plain', { case: EXT_CLONE, path: 'pgwasm' }, { case: CLONE, path: 'pgwasm' })
   s.ratio('a schema creating 5 extensions, later: pgwasm createCached / PGlite create() + SQL (pgwasm target <= 10 ms)', { case: EXT_SCHEMA, path: 'pgwasm' }, { case: EXT_SCHEMA, path: 'PGlite' })
+  s.ratio('createCached later in process, pgwasm: the schema with 5 extensions / the 12-table schema', { case: EXT_SCHEMA, path: 'pgwasm' }, { case: SCHEMA_LATER, path: 'pgwasm' })
+  s.ratio('schema seen before, new process, pgwasm: with 5 extensions / 12 tables (target <= 1.2)', { case: EXT_SCHEMA_DB, path: 'pgwasm' }, { case: SCHEMA_DB, path: 'pgwasm' })
+  s.ratio('schema with 5 extensions seen before, new process: pgwasm / PGlite', { case: EXT_SCHEMA_DB, path: 'pgwasm' }, { case: EXT_SCHEMA_DB, path: 'PGlite' })
   s.ratio('create() with 5 extensions, first in process: pgwasm / PGlite (pgwasm target <= 600 ms)', { case: EXT_FIRST, path: 'pgwasm' }, { case: EXT_FIRST, path: 'PGlite' })
   s.ratio('create() first in process: pgwasm / PGlite', { case: FIRST, path: 'pgwasm' }, { case: FIRST, path: 'PGlite' })
   s.ratio('peak RSS: pgwasm / PGlite', { case: RSS, path: 'pgwasm' }, { case: RSS, path: 'PGlite' })

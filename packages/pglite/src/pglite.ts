@@ -121,9 +121,11 @@ export class PGlite implements PGliteInterface {
    * schema or of the migration files, say. The saved state is also keyed by
    * the engine build and by the options that shape a started database
    * (`username`, `database`, `initdbArgs`, settings). Session state comes
-   * along, as with `clone()`. A database that cannot be snapshotted (with
-   * contrib `extensions`, `initialMemory`, or a side module that `setup`
-   * loaded) is made by `setup` every time.
+   * along, as with `clone()`. A database whose `setup` ran `CREATE
+   * EXTENSION` for contrib `extensions` (or pgvector) is saved too, keyed by
+   * a digest of the bundles as well. A database that cannot be snapshotted
+   * (`initialMemory`, or a side module that `setup` loaded and `extensions`
+   * did not preload, an `onUse` one) is made by `setup` every time.
    *
    * @example
    * ```ts

@@ -27,7 +27,7 @@ import { guardSqlFileWrites } from './file-write-guard.js'
 import { ClientFunctions, type EngineClient } from './client-functions.js'
 import type { ActivityRow } from './activity-report.js'
 import { catchStackOverflows, isStackOverflow, SessionGuards } from './session-guards.js'
-import { recordDynamicLinks } from './dynamic-links.js'
+import { notePrepared, recordDynamicLinks } from './dynamic-links.js'
 import { readCleanShutdown, recordCleanShutdown, withInitFilesKept } from './clean-shutdown.js'
 import { nodeBuiltin } from './node-builtin.js'
 import { CHECKPOINT_REQUEST, CheckpointSchedule, SEGMENTS_PER_CHECKPOINT } from './wal-checkpoints.js'
@@ -223,7 +223,7 @@ export class BlankModule {
         const engine = { module: () => created, exports: () => control.instance?.exports }
         supplyMissingImports(env, engine, trust, encodingConversions(engine))
         guardDlopen(env, trust, () => created, () => control.instance?.exports)
-        recordDynamicLinks(env, control.links, () => created, () => (control.instance ? tableLength(control) : 0))
+        recordDynamicLinks(env, control.links, () => created, () => control.instance?.exports.__indirect_function_table as WebAssembly.Table | undefined)
         catchStackOverflows(env, memory, () => guards)
         guardSqlFileWrites(env, () => created, () => guards)
       }),
@@ -412,7 +412,7 @@ export class Backend {
     try {
       if (options.prepare) {
         await options.prepare(mod)
-        blank.control.links.preparedTable = tableLength(blank.control)
+        notePrepared(blank.control)
       }
       lockShippedTrees(mod)
       if (options.mount.kind === 'memory') materializeTree(mod, PGDATA, options.mount.tree)

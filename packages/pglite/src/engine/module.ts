@@ -97,7 +97,7 @@ export function newModuleControl(): ModuleControl {
   const armed = new Map<number, number>()
   const control: ModuleControl = {
     armed,
-    links: { opens: [], syms: [], unreplayable: false },
+    links: { opens: [], syms: [], unreplayable: false, replaying: false, known: new Map() },
     nextDue: Infinity,
     mayDeliverAlarm: () => false,
     cancelAt: Infinity,

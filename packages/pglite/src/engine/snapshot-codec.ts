@@ -22,6 +22,8 @@ interface Header {
   chunkCount: number
   dirs: { root: string; entries: EntryHeader[] }[]
   note?: string
+  /** A backend with contrib side modules preloaded: what a restore replays (dynamic-links.ts). */
+  links?: EngineSnapshot['links']
 }
 
 interface EntryHeader {
@@ -66,6 +68,7 @@ export function encodeSnapshot(snap: EngineSnapshot): Uint8Array {
       }),
     })),
     ...(snap.note !== undefined ? { note: snap.note } : {}),
+    ...(snap.links ? { links: snap.links } : {}),
   }
   const json = new TextEncoder().encode(JSON.stringify(header))
   const headerEnd = align8(8 + 4 + json.length)
@@ -148,7 +151,22 @@ export function decodeSnapshot(bytes: Uint8Array): EngineSnapshot {
     stackPointer: header.stackPointer,
     timers: header.timers,
     ...(typeof header.note === 'string' ? { note: header.note } : {}),
+    ...(header.links ? { links: checkedLinks(header.links) } : {}),
   }
+}
+
+/** The links of a decoded header, in the shape a restore relies on. */
+function checkedLinks(links: NonNullable<EngineSnapshot['links']>): NonNullable<EngineSnapshot['links']> {
+  const int = (n: unknown): boolean => Number.isInteger(n)
+  const fine =
+    int(links.preparedTable) &&
+    (links.preparedBreak === undefined || int(links.preparedBreak)) &&
+    Array.isArray(links.opens) &&
+    links.opens.every(int) &&
+    Array.isArray(links.syms) &&
+    links.syms.every((l) => Array.isArray(l) && l.length === 3 && int(l[0]) && typeof l[1] === 'string' && int(l[2]))
+  if (!fine) throw new Error('snapshot links are malformed')
+  return links
 }
 
 function align8(n: number): number {

@@ -2,7 +2,7 @@ import type { FsNode, PostgresModule } from './emscripten.js'
 import type { ModuleControl } from './module.js'
 import { PGDATA } from './module.js'
 import { copiesOnWrite, copyBytes, isZero, materializeTree, nativeZeroCheck, type DataTree, type TreeEntry } from './pgdata-tree.js'
-import { replayDynamicLinks } from './dynamic-links.js'
+import { replayDynamicLinks, type RecordedLinks } from './dynamic-links.js'
 
 /**
  * Everything a started, idle backend is, so that a blank module can become an
@@ -27,7 +27,7 @@ export interface EngineSnapshot {
    * after the preload and what Postgres linked since, replayed on restore
    * into a module preloaded the same way (dynamic-links.ts).
    */
-  readonly links?: { readonly preparedTable: number; readonly opens: readonly number[]; readonly syms: readonly (readonly [number, string, number])[] }
+  readonly links?: RecordedLinks & { readonly preparedTable: number; readonly preparedBreak?: number }
 }
 
 export interface StreamRecord {
@@ -104,9 +104,17 @@ export function takeSnapshot(mod: PostgresModule, control: ModuleControl): Engin
     cwd: fs.currentPath,
     stackPointer: mod.stackSave(),
     timers: [...control.armed].map(([which, due]) => ({ which, remainingMs: Math.max(1, due - now) })),
-    ...(control.links.preparedTable !== undefined
-      ? { links: { preparedTable: control.links.preparedTable, opens: [...control.links.opens], syms: control.links.syms.map((l) => [...l] as const) } }
-      : {}),
+    ...(control.links.preparedTable !== undefined ? { links: linksOf(control) } : {}),
+  }
+}
+
+function linksOf(control: ModuleControl): NonNullable<EngineSnapshot['links']> {
+  const { preparedTable, preparedBreak, opens, syms } = control.links
+  return {
+    preparedTable: preparedTable!,
+    ...(preparedBreak !== undefined ? { preparedBreak } : {}),
+    opens: [...opens],
+    syms: syms.map((l) => [...l] as const),
   }
 }
 
@@ -320,6 +328,10 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   const tableBefore = tableLength(control)
   const fits = snap.links ? tableBefore === snap.links.preparedTable || tableBefore >= snap.tableLength : tableBefore === snap.tableLength
   if (!fits) throw new Error(`snapshot table has ${snap.tableLength} entries, the module ${tableBefore}`)
+  const preparedBreak = snap.links?.preparedBreak
+  if (preparedBreak !== undefined && control.links.preparedBreak !== undefined && preparedBreak !== control.links.preparedBreak) {
+    throw new Error(`the snapshot's side modules end at ${preparedBreak}, the module's at ${control.links.preparedBreak}`)
+  }
   const fs = fsInternals(mod)
   for (const { root, tree } of snap.dirs) materializeTree(mod, root, tree)
   mod.FS.chdir(snap.cwd)
@@ -368,11 +380,9 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   mod.stackRestore(snap.stackPointer)
   for (const { which, remainingMs } of snap.timers) control.arm(which, remainingMs)
   if (snap.links) {
-    // What this module linked before belongs to memory that is gone.
-    control.links.opens.length = 0
-    control.links.syms.length = 0
+    // What this module linked before belongs to memory that is gone: the snapshot's links replace it.
     control.links.preparedTable = snap.links.preparedTable
-    replayDynamicLinks(mod, control.imports!.env as Record<string, unknown>, snap.links)
+    replayDynamicLinks(mod, control.imports!.env as Record<string, unknown>, snap.links, control.links, tableOf(control))
     const expected = Math.max(tableBefore, snap.tableLength)
     if (tableLength(control) !== expected) throw new Error(`restored links left ${tableLength(control)} table entries, expected ${expected}`)
   }

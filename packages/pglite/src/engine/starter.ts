@@ -7,6 +7,8 @@ import type { PostgresModule } from './emscripten.js'
 import type { EngineSnapshot } from './snapshot.js'
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js'
 import type { DataTree } from './pgdata-tree.js'
+import { notePrepared } from './dynamic-links.js'
+import { contribDiskId, forgetContribReads, forgetContribSnapshot, readContribSnapshot, readWhileMaking, saveContribSnapshot, type ContribStart } from './contrib-disk.js'
 
 const PAGE = 65536
 
@@ -45,7 +47,6 @@ const HEADROOM_PAGES = 512
  * closed at once). A take that finds nothing ready starts it at once.
  */
 const FILL_DELAY_MS = 300
-const SIDE_MODULE_FILL_DELAY_MS = 10
 
 /**
  * Blank modules made ahead of time, in the background, so that a restore
@@ -58,7 +59,6 @@ class ModulePool {
   #waiters: (() => void)[] = []
   /** Modules given back so far. */
   #gives = 0
-  readonly #delayMs: number
   /** Starts the waiting prefill now (a take found nothing ready). */
   #startFill: (() => void) | undefined
   /** Size of the modules made: the largest snapshot seen, plus headroom. */
@@ -67,20 +67,14 @@ class ModulePool {
   readonly #make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>
 
   /**
-   * @param recycles Whether a module given back serves any later take: a
-   *   take waiting for a module is served by the first given back, and a
-   *   prefill waits {@link FILL_DELAY_MS} and is dropped if one comes back
-   *   meanwhile. Not for modules with side modules preloaded: a clone's
-   *   memory copy lines up with a fresh one (a recycled one fails and is
-   *   replaced), so those pools make one {@link SIDE_MODULE_FILL_DELAY_MS}
-   *   after each take and a take waits for it.
+   * A module given back serves any later take: a take waiting for a module
+   * is served by the first given back, and a prefill waits
+   * {@link FILL_DELAY_MS} and is dropped if one comes back meanwhile. So do
+   * modules with side modules preloaded, which serve any snapshot whose
+   * links replay in them (else the restore takes a new one).
    */
-  constructor(
-    make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>,
-    readonly recycles = true,
-  ) {
+  constructor(make: (assets: EngineAssets, bytes: number) => Promise<BlankModule>) {
     this.#make = make
-    this.#delayMs = recycles ? FILL_DELAY_MS : SIDE_MODULE_FILL_DELAY_MS
   }
 
   /**
@@ -109,12 +103,6 @@ class ModulePool {
 
   /** Resolves when a module may be ready: one being made is nearer done than a new one would be. */
   #moduleComing(assets: EngineAssets): Promise<void> | undefined {
-    if (!this.recycles) {
-      // A take is waiting: the module made ahead is not ahead any more. (Its
-      // delay's timer is unref'd: a script awaiting it would end at once.)
-      this.#startFill?.()
-      return this.#filling
-    }
     this.fill(assets)
     this.#startFill?.()
     const filling = this.#filling
@@ -142,7 +130,7 @@ class ModulePool {
     const gives = this.#gives
     let start!: () => void
     const started = new Promise<void>((resolve) => (start = resolve))
-    const timer = setTimeout(start, this.#delayMs)
+    const timer = setTimeout(start, FILL_DELAY_MS)
     // A module made ahead of time is no reason for a process to stay up.
     ;(timer as { unref?: () => void }).unref?.()
     this.#startFill = () => {
@@ -153,7 +141,7 @@ class ModulePool {
       .then(() => {
         this.#startFill = undefined
         // Given one back meanwhile: databases are being closed and reopened, and their modules go round.
-        const goingRound = this.recycles && this.#gives !== gives && this.#waiters.length === 0
+        const goingRound = this.#gives !== gives && this.#waiters.length === 0
         return this.#ready.length > 0 || goingRound ? undefined : this.#make(assets, pages * PAGE)
       })
       .then(
@@ -429,26 +417,37 @@ export async function restoreCopy(assets: EngineAssets, source: Backend, onLog: 
 
 /**
  * Snapshots of just-started backends with contrib side modules preloaded,
- * by start options and preload key. In this process only: a bundle's bytes
- * are not part of the key, and a module from another build of one would
- * not fit.
+ * by start options and preload key; the disk cache keeps them by a digest
+ * of the bundles' bytes (contrib-disk.ts).
  */
 const contribSnapshots = new Map<string, EngineSnapshot>()
 
 /**
  * Starts an in-memory backend with `preload` installed: a restore of this
- * process's snapshot for the same options, else a boot that leaves one.
+ * process's snapshot for the same options, or the disk cache's, else a boot
+ * that leaves one in both.
  */
-export async function startWithContrib(assets: EngineAssets, options: MemoryStartOptions, preload: ModulePreload): Promise<Backend> {
+export async function startWithContrib(
+  assets: EngineAssets,
+  options: MemoryStartOptions,
+  preload: ModulePreload,
+  start: ContribStart = {},
+): Promise<Backend> {
   const key = JSON.stringify([snapshotKey(options), preload.key])
+  const diskId = contribDiskId(snapshotKey(options), start)
   const env = backendEnv(options.username, options.database)
-  const snapshot = contribSnapshots.get(key)
+  let snapshot = contribSnapshots.get(key)
+  let early: Promise<BlankModule> | undefined
+  if (!snapshot && diskId !== undefined) [snapshot, early] = await readWhileMaking(assets, preloadedPoolFor(preload, env), readContribSnapshot(diskId, options.cacheDir))
   if (snapshot) {
     try {
-      return await restoreWithContrib(assets, snapshot, preload, env, options.onLog)
+      const backend = await restoreWithContrib(assets, snapshot, preload, env, options.onLog, start.newModule, early)
+      contribSnapshots.set(key, snapshot)
+      return backend
     } catch {
       // Its modules did not line up: boot, and keep the new snapshot instead.
       contribSnapshots.delete(key)
+      if (diskId !== undefined) await forgetContribSnapshot(diskId, options.cacheDir)
     }
   }
   const tree = await options.loadTree()
@@ -458,6 +457,8 @@ export async function startWithContrib(assets: EngineAssets, options: MemoryStar
     contribSnapshots.set(key, taken)
     // Sized now, so that this database's module, once closed, serves the next one.
     preloadedPoolFor(preload, env).prepare(taken.pages)
+    // After the create returns: encoding leaves garbage as large as the snapshot.
+    if (diskId !== undefined) void saveContribSnapshot(diskId, taken, options.cacheDir).then(collectGarbageSoon)
   }
   return backend
 }
@@ -471,40 +472,66 @@ function contribStateKey(options: MemoryStartOptions, preload: ModulePreload, ke
 
 /**
  * Keeps `backend` (set up by `createCached`, its side modules only the
- * preloaded ones) for {@link restoreContribState}: in this process only,
- * as a module's side modules must be preloaded in the same order for its
- * memory to line up.
+ * preloaded ones) for {@link restoreContribState}, in this process and,
+ * with a digest of the bundles, in the disk cache.
  */
-export function saveContribState(options: MemoryStartOptions, preload: ModulePreload, key: string, backend: Backend, note: string | undefined): void {
+export async function saveContribState(
+  options: MemoryStartOptions,
+  preload: ModulePreload,
+  key: string,
+  backend: Backend,
+  note: string | undefined,
+  start: ContribStart = {},
+): Promise<void> {
   if (!backend.isSnapshotable) return
-  const snapshot = backend.snapshot()
+  const snapshot = { ...backend.snapshot(), ...(note !== undefined ? { note } : {}) }
   contribStates.set(contribStateKey(options, preload, key), { snapshot, note })
   preloadedPoolFor(preload, backendEnv(options.username, options.database)).prepare(snapshot.pages)
+  const diskId = contribDiskId(snapshotKey(options), start, key)
+  if (diskId !== undefined) await saveContribSnapshot(diskId, snapshot, options.cacheDir)
 }
 
-/** A copy of the database {@link saveContribState} kept under `key`, or undefined (none, or it did not line up). */
+/** A copy of the database {@link saveContribState} kept under `key` (in this process, else on disk), or undefined (none, or it did not line up). */
 export async function restoreContribState(
   assets: EngineAssets,
   options: MemoryStartOptions,
   preload: ModulePreload,
   key: string,
+  start: ContribStart = {},
 ): Promise<{ backend: Backend; note: string | undefined } | undefined> {
   const id = contribStateKey(options, preload, key)
-  const saved = contribStates.get(id)
+  const diskId = contribDiskId(snapshotKey(options), start, key)
+  const env = backendEnv(options.username, options.database)
+  let saved = contribStates.get(id)
+  let early: Promise<BlankModule> | undefined
+  if (!saved && diskId !== undefined) {
+    const [snapshot, making] = await readWhileMaking(assets, preloadedPoolFor(preload, env), readContribSnapshot(diskId, options.cacheDir))
+    if (snapshot) [saved, early] = [{ snapshot, note: snapshot.note }, making]
+  }
   if (!saved) return undefined
   try {
-    const backend = await restoreWithContrib(assets, saved.snapshot, preload, backendEnv(options.username, options.database), options.onLog)
+    const backend = await restoreWithContrib(assets, saved.snapshot, preload, env, options.onLog, false, early)
+    contribStates.set(id, saved)
     return { backend, note: saved.note }
   } catch {
+    // The caller runs the setup again and saves anew.
     contribStates.delete(id)
+    if (diskId !== undefined) await forgetContribSnapshot(diskId, options.cacheDir)
     return undefined
   }
 }
 
+/** Starts reading the disk cache's state `savedState` (else start-up snapshot) for these options and bundles, to overlap the engine's compile. */
+export function prefetchContrib(options: SnapshotKeyParts, start: ContribStart, savedState?: string): void {
+  const id = contribDiskId(snapshotKey(options), start, savedState)
+  if (id !== undefined) void readContribSnapshot(id, options.cacheDir)
+}
+
 /**
- * A fresh module (a pooled one's heap is not a fresh one's, so the side
- * modules would land elsewhere), the side modules preloaded in the same
- * order as the snapshot's were, then the snapshot and its links.
+ * A module with the side modules preloaded in the same order as the
+ * snapshot's were (`early`, one made while the snapshot was read, else the
+ * pool's: one a closed database gave back, or a new one), then the
+ * snapshot and its links. `newModule`: one that served no database.
  * @throws EngineError when the module does not line up with the snapshot.
  */
 async function restoreWithContrib(
@@ -513,8 +540,19 @@ async function restoreWithContrib(
   preload: ModulePreload,
   env: Record<string, string>,
   onLog: ((line: string) => void) | undefined,
+  newModule = false,
+  early?: Promise<BlankModule>,
 ): Promise<Backend> {
-  const blank = await preloadedPoolFor(preload, env).take(assets, snapshot.pages)
+  const pool = preloadedPoolFor(preload, env)
+  let blank = (await early) ?? (await pool.take(assets, snapshot.pages))
+  if (blank.mod.HEAPU8.byteLength < snapshot.pages * PAGE) {
+    pool.give(blank)
+    blank = await pool.take(assets, snapshot.pages)
+  }
+  if (newModule && recycledBlanks.has(blank)) {
+    pool.give(blank)
+    blank = await makePreloaded(assets, preload, env, Math.max(DEFAULT_MEMORY, snapshot.pages * PAGE))
+  }
   if (!recycledBlanks.has(blank)) return Backend.restore(blank, snapshot, onLog)
   try {
     return Backend.restore(blank, snapshot, onLog)
@@ -541,7 +579,7 @@ const preloadedPools = new Map<string, ModulePool>()
 
 function preloadedPoolFor(preload: ModulePreload, env: Record<string, string>): ModulePool {
   let preloaded = preloadedPools.get(preload.key)
-  if (!preloaded) preloadedPools.set(preload.key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, preload, env, bytes), false)))
+  if (!preloaded) preloadedPools.set(preload.key, (preloaded = new ModulePool((assets, bytes) => makePreloaded(assets, preload, env, bytes))))
   return preloaded
 }
 
@@ -549,6 +587,7 @@ async function makePreloaded(assets: EngineAssets, preload: ModulePreload, env: 
   const blank = await BlankModule.create(assets, env, bytes)
   try {
     await preloadContrib(blank.mod, preload)
+    notePrepared(blank.control)
   } catch (err) {
     blank.discard()
     throw err
@@ -561,6 +600,7 @@ export function clearSnapshotMemory(): void {
   snapshots.clear()
   contribSnapshots.clear()
   contribStates.clear()
+  forgetContribReads()
   for (const preloaded of preloadedPools.values()) preloaded.clear()
   preloadedPools.clear()
   diskReads.clear()

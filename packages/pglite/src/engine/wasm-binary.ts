@@ -43,6 +43,8 @@ export interface Section {
   readonly end: number
 }
 
+const names = new TextDecoder()
+
 export class Reader {
   constructor(
     readonly bytes: Uint8Array,
@@ -80,7 +82,9 @@ export class Reader {
 
   name(): string {
     const length = this.uleb()
-    const text = new TextDecoder().decode(this.bytes.subarray(this.at, this.at + length))
+    // One decoder for every name: a new one per call made reading a side
+    // module's 8,842 export names take ~40 ms.
+    const text = names.decode(this.bytes.subarray(this.at, this.at + length))
     this.at += length
     return text
   }

@@ -8,11 +8,15 @@ import type { PostgresModule } from '../engine/emscripten.js'
 import type { ModulePreload } from '../engine/starter.js'
 import { PG_ROOT } from '../engine/module.js'
 import { sideModuleTrust } from '../engine/side-module-guard.js'
+import { importedSymbols, withNeededExports } from '../engine/side-module-exports.js'
+import { pollingSideModule } from '../engine/interrupt-polls.js'
+import { inNode } from '../engine/node-builtin.js'
 import type { TreeEntry } from '../engine/pgdata-tree.js'
 import { gunzip } from '../engine/gzip.js'
 import { unpackTar } from '../engine/tar.js'
 import { bundleBytes } from './contrib-bundles.js'
 import type { ContribExtension } from './contrib-types.js'
+import { readInstalled, saveInstalled, type InstallEntry, type PreparedInstall } from './installed-bundles.js'
 
 export type { ContribExtension }
 
@@ -76,50 +80,104 @@ async function readBundle(extension: ContribExtension): Promise<TreeEntry[]> {
   return read
 }
 
-/** The part of the glue's FS this needs beyond {@link PostgresModule}'s. */
-interface PreloadFs {
-  createPreloadedFile(
-    parent: string,
-    name: string,
-    data: Uint8Array,
-    canRead: boolean,
-    canWrite: boolean,
-    onload: () => void,
-    onerror: (err: unknown) => void,
-    dontCreateFile: boolean,
-  ): void
+/**
+ * Prepares the install of `contrib` ahead of the module it goes into: reads
+ * it from the disk cache at `cacheDir` (Node; the templates' cache) and
+ * compiles its side modules, while the engine loads.
+ */
+export function warmContrib(contrib: readonly ContribExtension[], cacheDir: string | false | undefined): void {
+  const key = installKey(contrib)
+  if (cacheDir === false || !inNode || fromDisk.has(key)) return
+  const read = readInstalled(contrib, cacheDir).then((install) => {
+    for (const e of install?.entries ?? []) if (e.kind === 'module' && !e.lazy) compiledSideModule(e.data).catch(() => {})
+    return install
+  })
+  fromDisk.set(key, { cacheDir, read })
+}
+
+/** Installs read from the disk cache, and where they are kept, by install (see {@link warmContrib}). */
+const fromDisk = new Map<string, { readonly cacheDir: string | undefined; readonly read: Promise<PreparedInstall | undefined> }>()
+
+/** Installs ready for a module, once per process, by install and poll slot. */
+const installs = new Map<string, Promise<PreparedInstall>>()
+
+function preparedInstall(contrib: readonly ContribExtension[], pollSlot: number | undefined): Promise<PreparedInstall> {
+  const key = `${installKey(contrib)}\0${pollSlot ?? ''}`
+  let install = installs.get(key)
+  if (!install) {
+    install = (async () => {
+      const disk = fromDisk.get(installKey(contrib))
+      const read = await disk?.read
+      if (read && read.pollSlot === pollSlot) return read
+      const made = await fromBundles(contrib, pollSlot)
+      if (disk) void saveInstalled(contrib, made, disk.cacheDir)
+      return made
+    })()
+    installs.set(key, install)
+    install.catch(() => installs.delete(key))
+  }
+  return install
 }
 
 /**
- * Writes the bundles' files under `/pglite` and compiles their side modules.
- * Runs after the module's runtime is up and before `callMain`, so libraries
- * in `shared_preload_libraries` are there when Postgres starts. Each side
- * module is instantiated here, which grows the function table: the backend
- * then reports itself not snapshotable, as it must (its memory refers to
- * modules a blank module would lack).
+ * The bundles' files, unpacked, and their side modules rewritten to poll
+ * the host at `pollSlot` (engine/interrupt-polls.ts), with the exports
+ * nothing looks up dropped (engine/side-module-exports.ts): each keeps
+ * what any module of the install imports.
+ */
+async function fromBundles(contrib: readonly ContribExtension[], pollSlot: number | undefined): Promise<PreparedInstall> {
+  const trees = await Promise.all(contrib.map(readBundle))
+  const entries: InstallEntry[] = []
+  const written = new Set<string>()
+  for (const [i, tree] of trees.entries()) {
+    for (const entry of tree) {
+      if (written.has(entry.path) || entry.path.split('/').some((part) => part.startsWith('.'))) continue
+      written.add(entry.path)
+      if (!entry.data) entries.push({ kind: 'dir', path: entry.path })
+      else if (!entry.path.endsWith('.so')) entries.push({ kind: 'file', path: entry.path, data: entry.data })
+      else {
+        const data = pollSlot === undefined ? entry.data : pollingSideModule(entry.data, pollSlot)
+        entries.push({ kind: 'module', path: entry.path, data, lazy: contrib[i]!.loadOnUse === true })
+      }
+    }
+  }
+  const modules = entries.filter((e) => e.kind === 'module')
+  const imports = modules.map((m) => importedSymbols(m.data))
+  // A module the reader does not understand might import anything: every export stays.
+  if (imports.some((names) => names === undefined)) return { pollSlot, entries }
+  const keep = new Set(imports.flat() as string[])
+  return { pollSlot, entries: entries.map((e) => (e.kind === 'module' ? { ...e, data: withNeededExports(e.data, keep) } : e)) }
+}
+
+/**
+ * Writes the bundles' files under `/pglite` and instantiates their side
+ * modules. Runs after the module's runtime is up and before `callMain`, so
+ * libraries in `shared_preload_libraries` are there when Postgres starts.
+ * Each side module is instantiated here, which grows the function table: a
+ * snapshot of the backend then needs a module preloaded the same way
+ * (engine/dynamic-links.ts).
  */
 export async function installContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
-  const trees = await Promise.all(contrib.map(readBundle))
-  const lazy = new Set(trees.filter((_, i) => contrib[i]!.loadOnUse))
   const fs = mod.FS
-  const sideModules: [dir: string, name: string, data: Uint8Array][] = []
-  const written = new Set<string>()
-  for (const tree of trees) {
-    for (const entry of tree) {
-      const path = `${PG_ROOT}/${entry.path}`
-      if (written.has(path) || entry.path.split('/').some((part) => part.startsWith('.'))) continue
-      written.add(path)
-      if (!entry.data) {
-        fs.mkdirTree(path)
-        continue
-      }
-      const slash = path.lastIndexOf('/')
-      const dir = path.slice(0, slash)
-      fs.mkdirTree(dir)
-      if (!path.endsWith('.so')) fs.writeFile(path, entry.data)
-      // Loaded at first use: dlopen compiles the file, trusted for these bytes.
-      else if (lazy.has(tree)) fs.writeFile(path, new Uint8Array(sideModuleTrust(mod).admit(entry.data)))
-      else sideModules.push([dir, path.slice(slash + 1), entry.data])
+  const trust = sideModuleTrust(mod)
+  const { entries } = await preparedInstall(contrib, trust.pollSlot)
+  const preloads: { dir: string; name: string; data: Uint8Array }[] = []
+  for (const entry of entries) {
+    const path = `${PG_ROOT}/${entry.path}`
+    if (entry.kind === 'dir') {
+      fs.mkdirTree(path)
+      continue
+    }
+    const slash = path.lastIndexOf('/')
+    const dir = path.slice(0, slash)
+    fs.mkdirTree(dir)
+    // Postgres reads these files (scripts, control files; a library is stat'd before it is loaded), never writes them.
+    sharedFile(mod, dir, path.slice(slash + 1), entry.data)
+    if (entry.kind === 'module') {
+      // Trusted as installed: the bundle's bytes rewritten to poll, their unused exports dropped.
+      trust.trustBytes(entry.data)
+      // Loaded at first use (dlopen compiles the file, trusted for these bytes), else now.
+      if (!entry.lazy) preloads.push({ dir, name: path.slice(slash + 1), data: entry.data })
     }
   }
   // One at a time. The glue instantiates a side module asynchronously and,
@@ -128,27 +186,69 @@ export async function installContrib(mod: PostgresModule, contrib: readonly Cont
   // and the module that finished is then compiled again at dlopen and linked
   // to the symbol entries of its first copy, whose data was never relocated
   // (pgcrypto's digest() failed with "Cipher cannot be initialized").
-  for (const [dir, name, data] of sideModules) await preload(mod, dir, name, data)
+  for (const m of preloads) await preload(mod, m.dir, m.name, m.data)
 }
 
-function preload(mod: PostgresModule, dir: string, name: string, data: Uint8Array): Promise<void> {
-  const fs = mod.FS as unknown as PreloadFs & PostgresModule['FS']
-  const trust = sideModuleTrust(mod)
-  // Trusted as admitted (the bundle's bytes, rewritten to poll), not as the
-  // array the file system may go on to write into.
-  const admitted = trust.admit(data)
-  // The glue may keep the array (canOwn): hand it a copy, never the cached bundle.
-  const bytes = new Uint8Array(admitted)
-  return new Promise<void>((resolve) => {
-    const loaded = (): void => {
-      trust.trustPreloaded(`${dir}/${name}`)
-      resolve()
-    }
-    fs.createPreloadedFile(dir, name, bytes, true, true, loaded, () => {
-      // A module that failed to precompile is still loadable: dlopen then
-      // compiles it synchronously (docs/engine.md).
-      if (!fs.analyzePath(`${dir}/${name}`).exists) fs.writeFile(`${dir}/${name}`, bytes)
-      resolve()
-    }, false)
-  })
+const S_IFREG = 0o100000
+
+/**
+ * A file holding `data` itself, not a copy: every module of the process
+ * shares the install's bytes (pgcrypto's 3 MB were copied for each), as
+ * the files of `pglite.data` are shared. The install prefix is made
+ * read-only before Postgres starts (`lockShippedTrees`), and a write would
+ * copy first (the node is flagged shared, pgdata-tree.ts).
+ */
+function sharedFile(mod: PostgresModule, dir: string, name: string, data: Uint8Array): void {
+  const parent = mod.FS.lookupPath(dir).node
+  const node = parent.node_ops.mknod(parent, name, S_IFREG | 0o666, 0)
+  node.contents = data
+  node.usedBytes = data.byteLength
+  node.pgwasmShared = true
+}
+
+/** Names an install's bundle list (each bundle is read once per process, by name or file). */
+function installKey(contrib: readonly ContribExtension[]): string {
+  return JSON.stringify(contrib.map((c) => [c.bundlePath === undefined ? c.bundle : String(c.bundlePath), c.loadOnUse === true]))
+}
+
+/**
+ * The glue's preload entry point (exported on the module object): runs the
+ * file through the wasm preload plugin, which instantiates a side module
+ * and keeps its exports for `dlopen`. Given a compiled `WebAssembly.Module`
+ * the plugin instantiates that (the glue's loader accepts one) instead of
+ * compiling bytes.
+ */
+interface PreloadHook {
+  FS_preloadFile(parent: string, name: string, data: WebAssembly.Module, canRead: boolean, canWrite: boolean, dontCreateFile: boolean): Promise<void>
+}
+
+/**
+ * Compiled side modules, by their installed bytes (one array per bundle
+ * file, install and process): a module with contrib preloaded is made for
+ * every restore of a database with extensions that finds none to reuse (a
+ * process's first, a clone while its source stays open), and each used to
+ * compile pgcrypto's 3 MB again.
+ */
+const compiled = new WeakMap<Uint8Array, Promise<WebAssembly.Module>>()
+
+function compiledSideModule(bytes: Uint8Array): Promise<WebAssembly.Module> {
+  let module = compiled.get(bytes)
+  if (!module) {
+    module = WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>)
+    compiled.set(bytes, module)
+    // A failure is not kept: the next preload compiles again (and reports it).
+    module.catch(() => compiled.delete(bytes))
+  }
+  return module
+}
+
+async function preload(mod: PostgresModule, dir: string, name: string, bytes: Uint8Array): Promise<void> {
+  const path = `${dir}/${name}`
+  try {
+    await (mod as unknown as PreloadHook).FS_preloadFile(dir, name, await compiledSideModule(bytes), true, true, true)
+    sideModuleTrust(mod).trustPreloaded(path)
+  } catch {
+    // A module that failed to compile or instantiate is still loadable:
+    // dlopen then compiles the file's bytes synchronously (docs/engine.md).
+  }
 }

@@ -9,7 +9,9 @@ import type { PostgresModule } from '../engine/emscripten.js'
 import { EngineError } from '../engine/engine-error.js'
 import { treeRelationBytes, type DataTree } from '../engine/pgdata-tree.js'
 import type { EngineSnapshot } from '../engine/snapshot.js'
+import type { ContribStart } from '../engine/contrib-disk.js'
 import {
+  prefetchContrib,
   prefetchSavedState,
   prefetchSnapshot,
   restoreContribState,
@@ -23,9 +25,10 @@ import {
   type ModulePreload,
   type SnapshotKeyParts,
 } from '../engine/starter.js'
-import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow } from '../engine/template.js'
+import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow, type TemplateOptions } from '../engine/template.js'
 import type { ContribExtension } from '../extensions/contrib-types.js'
-import { contribPreload, withPreloadLibraries } from '../extensions/contrib.js'
+import { contribPreload, warmContrib, withPreloadLibraries } from '../extensions/contrib.js'
+import { contribDigest } from '../extensions/contrib-digest.js'
 import { parseDataDir, type DirClaim } from '../fs/data-dir.js'
 import { readDataDirArchive, type DataDirArchive } from '../fs/dump.js'
 import type { JournaledStore } from '../fs/journaled-store.js'
@@ -110,6 +113,12 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   const contrib = [...request.contrib, ...bundles]
   const preload = contribPreload(contrib)
   const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
+  // The bundles' files and side modules as installed, from the disk cache, while the engine compiles.
+  if (contrib.length > 0 && opts.assetBaseUrl === undefined) warmContrib(contrib, opts.templateCacheDir)
+  // A new database in memory with contrib modules: its start (or saved state) is a snapshot too, from this process or the disk cache.
+  const contribFromSnapshot =
+    contrib.length > 0 && spec.kind === 'memory' && opts.initialMemory === undefined && !opts.loadDataTree && !opts.cloneOf && opts.loadDataDir === undefined
+  const contribStart = contribFromSnapshot ? startOfContrib(request, contrib, templateOptions).catch((): ContribStart => ({})) : undefined
   if (
     spec.kind === 'memory' &&
     opts.assetBaseUrl === undefined &&
@@ -204,7 +213,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
     mount = { kind: 'memory', tree: loadTree }
   } else if (spec.kind === 'memory') {
     // Loaded only if Postgres must boot: a snapshot restore needs no template.
-    mount = { kind: 'memory', tree: bootOnly ? await getMemoryTemplate(assets, templateOptions) : [] }
+    mount = { kind: 'memory', tree: bootOnly && !contribFromSnapshot ? await getMemoryTemplate(assets, templateOptions) : [] }
   } else {
     const { canonicalDir, prepareNodeDataDir, relationBytes: measure } = await import('../fs/node-dir.js')
     // A directory's size sizes its buffer pool: measured while it is claimed and locked.
@@ -242,8 +251,8 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   /** What a saved state of this in-memory database is keyed by; undefined where none can be saved. */
   let stateKeyParts: SnapshotKeyParts | undefined
   let restoredState = false
-  /** How `createCached` keeps the state of a database with contrib modules (in this process; see `saveContribState`). */
-  let contribState: { readonly start: MemoryStartOptions; readonly preload: ModulePreload } | undefined
+  /** How `createCached` keeps the state of a database with contrib modules (see `saveContribState`). */
+  let contribState: ContribState | undefined
   try {
     if (opts.cloneOf) {
       backend = await restoreCopy(assets, opts.cloneOf, onLog, preload)
@@ -278,15 +287,17 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
         restoredState = saved !== undefined
         savedArrayTypes = saved && parseArrayTypes(saved.note)
         backend = saved?.backend ?? (await startInMemory(assets, memoryStart))
-      } else if (fromTemplate && contrib.length > 0 && opts.initialMemory === undefined) {
+      } else if (fromTemplate && contribStart) {
         // Contrib side modules preloaded the same way each time: a later
         // instance restores the first one's start, or (createCached) the
         // state its setup left.
-        const saved = opts.savedState === undefined ? undefined : await restoreContribState(assets, memoryStart, preload, opts.savedState)
-        if (opts.savedState !== undefined) contribState = { start: memoryStart, preload }
+        const start = await contribStart
+        const saved = opts.savedState === undefined ? undefined : await restoreContribState(assets, memoryStart, preload, opts.savedState, start)
+        if (opts.savedState !== undefined) contribState = { options: memoryStart, preload, start }
         restoredState = saved !== undefined
         savedArrayTypes = saved && parseArrayTypes(saved.note)
-        backend = saved?.backend ?? (await startWithContrib(assets, memoryStart, preload))
+        // A setup about to run (createCached) gets a module that served no other database: its state can then be kept on disk.
+        backend = saved?.backend ?? (await startWithContrib(assets, memoryStart, preload, { ...start, newModule: opts.savedState !== undefined }))
       } else {
         backend = await Backend.start(assets, backendOptions)
         if (mount.kind === 'node') {
@@ -325,11 +336,36 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   }
 }
 
-function saveStateOf(
-  keyParts: SnapshotKeyParts | undefined,
-  contribState: { readonly start: MemoryStartOptions; readonly preload: ModulePreload } | undefined,
-): OpenedInstance['saveState'] {
-  if (contribState) return async (key, backend, note) => saveContribState(contribState.start, contribState.preload, key, backend, note)
+/** What `createCached` needs to keep the state of a database with contrib modules. */
+interface ContribState {
+  readonly options: MemoryStartOptions
+  readonly preload: ModulePreload
+  readonly start: ContribStart
+}
+
+/**
+ * The digest of the bundles (the disk cache's key, ~2 ms of reading and
+ * hashing), and the disk read it names started, while the engine compiles.
+ */
+async function startOfContrib(request: OpenRequest, contrib: readonly ContribExtension[], templateOptions: TemplateOptions): Promise<ContribStart> {
+  const opts = request.options
+  // No disk cache (or none in a browser): kept in the process only.
+  if (opts.templateCacheDir === false || opts.assetBaseUrl !== undefined) return {}
+  const [bundlesDigest, { engineVersion }] = await Promise.all([contribDigest(contrib), locateEngine()])
+  if (bundlesDigest === undefined) return {}
+  const keyParts = {
+    treeKey: memoryTemplateKey({ engineVersion }, templateOptions),
+    username: opts.username ?? 'postgres',
+    database: opts.database ?? 'postgres',
+    startArgs: withPreloadLibraries(request.startArgs('memory'), contrib),
+    cacheDir: opts.templateCacheDir,
+  }
+  prefetchContrib(keyParts, { bundlesDigest }, opts.savedState)
+  return { bundlesDigest }
+}
+
+function saveStateOf(keyParts: SnapshotKeyParts | undefined, contribState: ContribState | undefined): OpenedInstance['saveState'] {
+  if (contribState) return (key, backend, note) => saveContribState(contribState.options, contribState.preload, key, backend, note, contribState.start)
   if (keyParts) return (key, backend, note) => saveState(keyParts, key, backend, note)
   return undefined
 }
