@@ -205,10 +205,10 @@ function scannerFor(heap: Uint8Array, memory: WebAssembly.Memory | undefined): C
 }
 
 /** Most of a started backend's ~200 MB is zero; only ~13 MB needs copying. Scans the first `pages` chunks. */
-function nonZeroChunks(heap: Uint8Array, pages: number, memory?: WebAssembly.Memory): number[] {
+function nonZeroChunks(heap: Uint8Array, pages: number, memory?: WebAssembly.Memory, skip?: Uint8Array): number[] {
   const indices: number[] = []
   if (nativeZeroCheck) {
-    for (let c = 0; c < pages; c++) if (!isZero(heap, c * CHUNK, (c + 1) * CHUNK)) indices.push(c)
+    for (let c = 0; c < pages; c++) if (!skip?.[c] && !isZero(heap, c * CHUNK, (c + 1) * CHUNK)) indices.push(c)
     return indices
   }
   const scan = scannerModule === null ? undefined : scannerFor(heap, memory)
@@ -216,7 +216,12 @@ function nonZeroChunks(heap: Uint8Array, pages: number, memory?: WebAssembly.Mem
     // Short calls: V8 runs a new function as baseline code and swaps in the
     // optimized one (~4x faster here) only between calls.
     for (let c = 0; c < pages; ) {
-      const to = Math.min(c + SCAN_STEP, pages)
+      if (skip?.[c]) {
+        c++
+        continue
+      }
+      let to = Math.min(c + SCAN_STEP, pages)
+      for (let k = c + 1; k < to; k++) if (skip?.[k]) to = k
       const found = scan(c, to)
       if (found < to) {
         indices.push(found)
@@ -228,6 +233,7 @@ function nonZeroChunks(heap: Uint8Array, pages: number, memory?: WebAssembly.Mem
   const words = new Uint32Array(heap.buffer, 0, heap.byteLength >>> 2)
   const chunkWords = CHUNK >>> 2
   for (let c = 0; c < pages; c++) {
+    if (skip?.[c]) continue
     const end = (c + 1) * chunkWords
     for (let w = c * chunkWords; w < end; w++) {
       if (words[w] !== 0) {
@@ -369,11 +375,10 @@ export function restoreSnapshot(mod: PostgresModule, control: ModuleControl, sna
   // Chunks the snapshot does not overwrite must end up zero. Below the break
   // of a reused module most already are (its shared buffers were mostly
   // never touched): zero those found dirty rather than the whole range.
+  // The ones it overwrites are not looked at (a third of them with extensions).
   const covered = new Uint8Array(Math.ceil(heap.byteLength / CHUNK))
   for (let i = 0; i < indices.length; i++) covered[indices[i]!] = 1
-  for (const c of nonZeroChunks(heap, chunksBelowBreak(heap, control), memoryOf(control))) {
-    if (!covered[c]) heap.fill(0, c * CHUNK, (c + 1) * CHUNK)
-  }
+  for (const c of nonZeroChunks(heap, chunksBelowBreak(heap, control), memoryOf(control), covered)) heap.fill(0, c * CHUNK, (c + 1) * CHUNK)
   for (let i = 0; i < indices.length; i++) {
     heap.set(snap.chunkBytes.subarray(i * CHUNK, (i + 1) * CHUNK), indices[i]! * CHUNK)
   }
