@@ -82,15 +82,17 @@ async function readBundle(extension: ContribExtension): Promise<TreeEntry[]> {
 
 /**
  * Prepares the install of `contrib` ahead of the module it goes into: reads
- * it from the disk cache at `cacheDir` (Node; the templates' cache) and
- * compiles its side modules, while the engine loads.
+ * it from the disk cache at `cacheDir` (Node; the templates' cache) while
+ * the engine loads, and compiles its side modules once it has.
  */
-export function warmContrib(contrib: readonly ContribExtension[], cacheDir: string | false | undefined): void {
+export function warmContrib(contrib: readonly ContribExtension[], cacheDir: string | false | undefined, engineLoaded: Promise<unknown>): void {
   const key = installKey(contrib)
   if (cacheDir === false || !inNode || fromDisk.has(key)) return
-  const read = readInstalled(contrib, cacheDir).then((install) => {
+  const read = readInstalled(contrib, cacheDir)
+  // Compiled once the engine is: V8 compiles on the same background threads,
+  // and the engine's compile is what the first database waits for.
+  void Promise.all([read, engineLoaded.catch(() => undefined)]).then(([install]) => {
     for (const e of install?.entries ?? []) if (e.kind === 'module' && !e.lazy) compiledSideModule(e.data).catch(() => {})
-    return install
   })
   fromDisk.set(key, { cacheDir, read })
 }

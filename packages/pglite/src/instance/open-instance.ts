@@ -114,7 +114,7 @@ export async function openInstance(request: OpenRequest): Promise<OpenedInstance
   const preload = contribPreload(contrib)
   const bootOnly = contrib.length > 0 || opts.loadDataDir !== undefined
   // The bundles' files and side modules as installed, from the disk cache, while the engine compiles.
-  if (contrib.length > 0 && opts.assetBaseUrl === undefined) warmContrib(contrib, opts.templateCacheDir)
+  if (contrib.length > 0 && opts.assetBaseUrl === undefined) warmContrib(contrib, opts.templateCacheDir, assetsLoading)
   // A new database in memory with contrib modules: its start (or saved state) is a snapshot too, from this process or the disk cache.
   const contribFromSnapshot =
     contrib.length > 0 && spec.kind === 'memory' && opts.initialMemory === undefined && !opts.loadDataTree && !opts.cloneOf && opts.loadDataDir === undefined
