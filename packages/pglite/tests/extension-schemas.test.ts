@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { citext, hstore, pg_trgm, pgcrypto } from '../src/contrib.js'
 import { PGlite } from '../src/index.js'
-import { tempDir } from './helpers.js'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 
 /**
  * A schema that ran CREATE EXTENSION, restored by `createCached` (in the
