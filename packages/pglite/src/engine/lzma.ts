@@ -13,6 +13,7 @@
  */
 
 import { LITERAL, PROB_INIT, decodeRun, type LzmaCoder } from './lzma-loop.js'
+import { nextTask } from './tree-image.js'
 
 /** Reads an LZMA-alone file into one array, in steps. */
 export class LzmaDecoder {
@@ -82,16 +83,3 @@ export async function decodeLzmaInSlices(input: Uint8Array, size?: number): Prom
 }
 
 const SLICE = 1 << 20
-
-/** A later task (a message round trip: no 4 ms timer clamp, and other tasks go first). */
-function nextTask(): Promise<void> {
-  if (typeof MessageChannel !== 'function') return new Promise((resolve) => setTimeout(resolve, 0))
-  return new Promise((resolve) => {
-    const channel = new MessageChannel()
-    channel.port1.onmessage = () => {
-      channel.port1.close()
-      resolve()
-    }
-    channel.port2.postMessage(null)
-  })
-}

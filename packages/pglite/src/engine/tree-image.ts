@@ -185,8 +185,10 @@ const INFLATE_SLICE = 128 * 1024
  * Resolves in a later task (not a microtask), without setTimeout's 4 ms
  * clamp on nested timers. Not `scheduler.yield()`: its continuations go
  * before other tasks, which is what the slicing is meant to let run.
+ * Shared with the LZMA decoder's slices (lzma.ts).
  */
-function nextTask(): Promise<void> {
+export function nextTask(): Promise<void> {
+  if (typeof MessageChannel !== 'function') return new Promise((resolve) => setTimeout(resolve, 0))
   return new Promise((resolve) => {
     const channel = new MessageChannel()
     channel.port1.onmessage = () => {
