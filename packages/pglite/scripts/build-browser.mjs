@@ -9,6 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { dataFiles, lzma, packOf, splitDataSegments } from './browser-assets.mjs'
 
@@ -37,6 +38,7 @@ export default async function buildBrowser({ root, dist, entries }) {
     copyFileSync(polledFile, join(nodeTemplateDir, `${engineVersion}.polled.wasm`))
     copyFileSync(templateFile, join(nodeTemplateDir, 'default-template.pgwt.gz'))
     writeFileSync(join(nodeTemplateDir, 'default-template.json'), `${JSON.stringify({ engineVersion, arrayTypes, guardRecords })}\n`)
+    shipStartSnapshot(dist, nodeTemplateDir, work)
 
     const assetDir = join(out, 'assets')
     for (const dir of ['', 'share', 'contrib']) mkdirSync(join(assetDir, dir), { recursive: true })
@@ -179,4 +181,24 @@ export default async function buildBrowser({ root, dist, entries }) {
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
+}
+
+/**
+ * The start-up snapshot of a default in-memory database, made by the built
+ * package itself on the template and engine binary it ships, into an empty
+ * cache of its own: shipped gzipped under the cache entry's name, a first
+ * run after install restores it as a later run restores its cached one,
+ * instead of booting Postgres (template-disk.ts `readShipped`).
+ */
+function shipStartSnapshot(dist, engineDir, work) {
+  const cache = join(work, 'start-cache')
+  const script = `const { PGlite } = await import(${JSON.stringify(pathToFileURL(join(dist, 'index.js')).href)})
+const db = await PGlite.create()
+await db.query('select 1')
+await db.close()`
+  // The saving is left to finish as the child's event loop drains.
+  execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, PGWASM_CACHE_DIR: cache }, stdio: 'inherit' })
+  const entries = readdirSync(cache).filter((f) => /^snapshot-[0-9a-f]+\.bin$/.test(f))
+  if (entries.length !== 1) throw new Error(`the start-up snapshot run left ${entries.length} snapshots in its cache, not 1: ${readdirSync(cache).join(', ')}`)
+  writeFileSync(join(engineDir, `${entries[0]}.gz`), gzipSync(readFileSync(join(cache, entries[0])), { level: 9 }))
 }

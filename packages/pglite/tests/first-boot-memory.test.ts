@@ -42,8 +42,9 @@ const Original = WebAssembly.Memory
   },
 })
 // The built package, as installed: it ships the template, so no initdb runs and the first memory is the booted module's.
+// A setting of its own: the start-up snapshot the package ships is the default options' only, so this one boots.
 const { PGlite } = await import(${JSON.stringify(join(root, 'packages/pglite/dist/index.js'))})
-const db = await PGlite.create({ templateCacheDir: ${JSON.stringify(cacheDir)} })
+const db = await PGlite.create({ templateCacheDir: ${JSON.stringify(cacheDir)}, postgresqlConf: { application_name: 'first-boot' } })
 const { rows } = await db.query('select 40 + 2 as n')
 const answeredAt = performance.now()
 while (firstFreedAt === undefined && performance.now() - answeredAt < ${waitMs}) await new Promise((r) => setTimeout(r, 50))

@@ -448,4 +448,35 @@ describe('packed packages installed with npm from their tarballs', () => {
     const cacheBytes = entries.reduce((sum, f) => sum + statSync(join(cache, f)).size, 0)
     expect(cacheBytes).toBeLessThan(200 * 1024 * 1024)
   }, 120_000)
+
+  it("restores a fresh install's first create() from the start-up snapshot the package ships: Postgres does not boot in the user's process, and the cache keeps a copy", () => {
+    const script = join(app, 'first-start.mjs')
+    writeFileSync(
+      script,
+      `const started = Date.now()
+const { PGlite } = await import('@pgwasm/pglite')
+const db = await PGlite.create()
+const { rows } = await db.query("select extract(epoch from pg_postmaster_start_time()) * 1000 as booted, current_user as who")
+await db.exec('create table t (id int primary key); insert into t values (1), (2)')
+const count = (await db.query('select count(*)::int as n from t')).rows[0].n
+await db.close()
+process.stdout.write(JSON.stringify({ started, booted: Number(rows[0].booted), who: rows[0].who, count }))`,
+    )
+    const cache = join(work, 'first-start-cache')
+    mkdirSync(cache)
+    const out = JSON.parse(run(process.execPath, [script], { cwd: app, env: { ...process.env, PGWASM_CACHE_DIR: cache } })) as {
+      started: number
+      booted: number
+      who: string
+      count: number
+    }
+    // A Postgres booted here would have started after the script did; the shipped one started when the package was built.
+    expect(out.booted).toBeLessThan(out.started)
+    expect(out).toMatchObject({ who: 'postgres', count: 2 })
+    const engineDir = join(app, 'node_modules', '@pgwasm', 'pglite', 'dist', 'engine')
+    const shipped = readdirSync(engineDir).filter((f) => /^snapshot-[0-9a-f]+\.bin\.gz$/.test(f))
+    expect(shipped).toHaveLength(1)
+    const cached = join(cache, shipped[0]!.slice(0, -'.gz'.length))
+    expect(Buffer.compare(readFileSync(cached), gunzipSync(readFileSync(join(engineDir, shipped[0]!))))).toBe(0)
+  }, 120_000)
 })

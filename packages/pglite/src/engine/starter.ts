@@ -374,7 +374,8 @@ async function loadFromDisk(key: string, cacheDir: string | false | undefined): 
   const where = await diskLocation(key, cacheDir)
   if (!where) return undefined
   const disk = await import('./template-disk.js')
-  const bytes = await disk.readVerified(where.file)
+  // An empty cache (a first run after install) starts from the snapshot the package build made, where the key is its.
+  const bytes = (await disk.readVerified(where.file)) ?? (await disk.readShipped(where.dir, where.file))
   if (!bytes) return undefined
   try {
     const snapshot = decodeSnapshot(bytes)

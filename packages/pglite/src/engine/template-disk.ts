@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { crc32 } from 'node:zlib'
-import { mkdir, open, readdir, rename, stat, unlink, utimes } from 'node:fs/promises'
+import { crc32, gunzip } from 'node:zlib'
+import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { basename, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { pidExists } from './process-alive.js'
 
 /**
@@ -91,13 +93,73 @@ async function readWhole(file: string): Promise<Buffer> {
 }
 
 /**
+ * Where the package build puts the cache entries it made (the default
+ * start-up snapshot): dist/engine/ beside the bundle, gzipped, under the
+ * entry's own file name. Absent when running from source.
+ */
+const SHIPPED_ENTRIES = './engine/'
+
+/**
+ * A cache entry the package ships, for a cache that lacks it (a first run
+ * after install): its body, checked as a cached one is, and a copy written
+ * into the cache in the background, so later processes read it without
+ * inflating it. Inflated on libuv's threads, beside the engine's compile.
+ * Undefined when the package ships no such entry.
+ */
+export async function readShipped(dir: string, file: string): Promise<Uint8Array | undefined> {
+  let whole: Buffer
+  try {
+    const gz = await readFile(fileURLToPath(new URL(`${SHIPPED_ENTRIES}${basename(file)}.gz`, import.meta.url)))
+    // One output chunk of the size the gzip trailer gives: at zlib's default 16 kB a chunk, the ~34 MB took ~2,000 trips to this thread (~350 ms, not ~60).
+    const size = gz.byteLength >= 4 ? gz.readUInt32LE(gz.byteLength - 4) : 0
+    whole = await promisify(gunzip)(gz, { chunkSize: Math.max(64 * 1024, size + 1) })
+  } catch {
+    return undefined
+  }
+  // gunzip checked the bytes against the gzip member's own CRC-32: the entry's check need not be computed again.
+  if (whole.byteLength < CHECK_BYTES || whole.readUInt32LE(0) !== whole.byteLength - CHECK_BYTES) return undefined
+  const body = whole.subarray(CHECK_BYTES)
+  whenIdle(() =>
+    writeParts(dir, file, [whole.subarray(0, CHECK_BYTES), body]).catch(() => {
+      // An unwritable cache: every process inflates the shipped entry again.
+    }),
+  )
+  return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+}
+
+/** How long a copy into the cache waits for the create that read the shipped entry, unless the process ends first. */
+const COPY_DELAY_MS = 1000
+
+/**
+ * Runs `work` once, after {@link COPY_DELAY_MS} or when the process is about
+ * to exit, whichever is first: the ~34 MB write does not compete with the
+ * first create, and a script that ends at once still leaves it behind.
+ */
+function whenIdle(work: () => Promise<void>): void {
+  let done = false
+  const run = (): void => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    process.off('beforeExit', run)
+    void work()
+  }
+  const timer = setTimeout(run, COPY_DELAY_MS)
+  timer.unref()
+  process.once('beforeExit', run)
+}
+
+/**
  * Writes check + body to a private temp file, then renames it into place:
  * readers see a whole entry or none, and two processes filling the cache at
  * once each rename a complete file.
  */
 export async function writeAtomically(dir: string, file: string, body: Uint8Array): Promise<void> {
+  await writeParts(dir, file, [checkOf(body), body])
+}
+
+async function writeParts(dir: string, file: string, [check, body]: [Uint8Array, Uint8Array]): Promise<void> {
   await mkdir(dir, { recursive: true })
-  const check = checkOf(body)
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
   try {
     // Two writes, not one of a concatenation: that would copy the ~50 MB body once more.
