@@ -76,15 +76,15 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
       code: 'ASSET_MISSING',
     })
   }
-  const [{ readFile }, { join }, { pathToFileURL }] = await Promise.all([
-    import('node:fs/promises'),
+  const [{ readWhole }, { join }, { pathToFileURL }] = await Promise.all([
+    import('./template-disk.js'),
     import('node:path'),
     import('node:url'),
   ])
   const { dist, engineVersion } = await locateEngine()
   const read = async (name: string): Promise<Uint8Array> => {
     try {
-      return await readFile(join(dist, name))
+      return await readWhole(join(dist, name))
     } catch (cause) {
       throw new EngineError(`cannot read engine asset ${join(dist, name)}`, { code: 'ASSET_MISSING', cause })
     }
@@ -111,9 +111,10 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
     ...shipped,
     pgliteWasm: await compiling,
     interruptPollSlot: (await polled).pollSlot,
-    // The glue checks for a plain ArrayBuffer of the exact size: copy out of
-    // Node's Buffer, which may be a view into a larger pool.
-    pgliteData: data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer,
+    // The glue checks for a plain ArrayBuffer of the exact size: a whole-file read has one, else copy out of the larger one.
+    pgliteData: (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
+      ? data.buffer
+      : data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength)) as ArrayBuffer,
     postgresFactory: glue.default,
     engineVersion,
     initdb,
@@ -128,9 +129,9 @@ export async function readEngineFiles(source: EngineSource): Promise<EngineFiles
  * another engine version, the rewrite is done here (about 8 ms).
  */
 async function readPolledEngine(engineVersion: string, read: (name: string) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array<ArrayBuffer>; pollSlot: number }> {
-  const { readFile } = await import('node:fs/promises')
+  const { readWhole } = await import('./template-disk.js')
   const { fileURLToPath } = await import('node:url')
-  const shipped = await readFile(fileURLToPath(new URL(polledEngineFile(engineVersion), import.meta.url))).catch(() => undefined)
+  const shipped = await readWhole(fileURLToPath(new URL(polledEngineFile(engineVersion), import.meta.url))).catch(() => undefined)
   const pollSlot = shipped && pollSlotOf(shipped)
   if (shipped && pollSlot !== undefined) return { bytes: shipped as Uint8Array<ArrayBuffer>, pollSlot }
   try {

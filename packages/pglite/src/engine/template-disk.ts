@@ -73,9 +73,10 @@ export async function readVerified(file: string): Promise<Uint8Array | undefined
  * The file's bytes in one read: `readFile` reads 512 kB at a time, each
  * piece a turn of this thread, so a 40 MB snapshot read while the thread
  * makes an engine module (a new process's first restore) waited ~80 turns
- * behind it.
+ * behind it, and the engine binary (9 MB) read while extensions were
+ * being prepared waited behind their work.
  */
-async function readWhole(file: string): Promise<Buffer> {
+export async function readWhole(file: string): Promise<Buffer> {
   const handle = await open(file, 'r')
   try {
     const { size } = await handle.stat()
