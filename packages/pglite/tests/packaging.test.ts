@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { gunzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { unpackTar } from '../src/engine/tar.js'
 
@@ -449,7 +449,8 @@ describe('packed packages installed with npm from their tarballs', () => {
     expect(cacheBytes).toBeLessThan(200 * 1024 * 1024)
   }, 120_000)
 
-  it("restores a fresh install's first create() from the start-up snapshot the package ships: Postgres does not boot in the user's process, and the cache keeps a copy", () => {
+  /** Runs a first create in `app` with `cache` as its cache: when it started, when its Postgres booted, and what a table in it counts. */
+  function firstStart(cache: string): { started: number; booted: number; who: string; count: number } {
     const script = join(app, 'first-start.mjs')
     writeFileSync(
       script,
@@ -462,21 +463,52 @@ const count = (await db.query('select count(*)::int as n from t')).rows[0].n
 await db.close()
 process.stdout.write(JSON.stringify({ started, booted: Number(rows[0].booted), who: rows[0].who, count }))`,
     )
-    const cache = join(work, 'first-start-cache')
-    mkdirSync(cache)
-    const out = JSON.parse(run(process.execPath, [script], { cwd: app, env: { ...process.env, PGWASM_CACHE_DIR: cache } })) as {
-      started: number
-      booted: number
-      who: string
-      count: number
-    }
-    // A Postgres booted here would have started after the script did; the shipped one started when the package was built.
-    expect(out.booted).toBeLessThan(out.started)
-    expect(out).toMatchObject({ who: 'postgres', count: 2 })
+    return JSON.parse(run(process.execPath, [script], { cwd: app, env: { ...process.env, PGWASM_CACHE_DIR: cache } })) as ReturnType<typeof firstStart>
+  }
+
+  /** The start-up snapshot the installed core ships: its path, and the cache entry it stands for. */
+  function shippedSnapshot(): { file: string; entry: string } {
     const engineDir = join(app, 'node_modules', '@pgwasm', 'pglite', 'dist', 'engine')
     const shipped = readdirSync(engineDir).filter((f) => /^snapshot-[0-9a-f]+\.bin\.gz$/.test(f))
     expect(shipped).toHaveLength(1)
-    const cached = join(cache, shipped[0]!.slice(0, -'.gz'.length))
-    expect(Buffer.compare(readFileSync(cached), gunzipSync(readFileSync(join(engineDir, shipped[0]!))))).toBe(0)
+    return { file: join(engineDir, shipped[0]!), entry: shipped[0]!.slice(0, -'.gz'.length) }
+  }
+
+  it("restores a fresh install's first create() from the start-up snapshot the package ships: Postgres does not boot in the user's process, and the cache keeps a copy", () => {
+    const cache = join(work, 'first-start-cache')
+    mkdirSync(cache)
+    const out = firstStart(cache)
+    // A Postgres booted here would have started after the script did; the shipped one started when the package was built.
+    expect(out.booted).toBeLessThan(out.started)
+    expect(out).toMatchObject({ who: 'postgres', count: 2 })
+    const { file, entry } = shippedSnapshot()
+    expect(Buffer.compare(readFileSync(join(cache, entry)), gunzipSync(readFileSync(file)))).toBe(0)
   }, 120_000)
+
+  it('boots instead when the shipped start-up snapshot is damaged (cut short, or not a snapshot), keeps none of it, and the next process restores what the boot saved', () => {
+    const { file, entry } = shippedSnapshot()
+    const original = readFileSync(file)
+    const body = Buffer.from('not a snapshot at all, but of a plausible length')
+    const head = Buffer.alloc(8)
+    head.writeUInt32LE(body.byteLength, 0)
+    const damaged = [original.subarray(0, original.byteLength >> 1), gzipSync(Buffer.concat([head, body]))]
+    try {
+      for (const [i, bytes] of damaged.entries()) {
+        writeFileSync(file, bytes)
+        const cache = join(work, `damaged-start-cache-${i}`)
+        mkdirSync(cache)
+        const first = firstStart(cache)
+        // Booted in this process: it started after the script did.
+        expect(first.booted).toBeGreaterThanOrEqual(first.started)
+        expect(first).toMatchObject({ who: 'postgres', count: 2 })
+        // What the cache holds is the booted start's, which the next process restores (same start time), not the damaged bytes.
+        expect(readFileSync(join(cache, entry)).includes(body)).toBe(false)
+        const second = firstStart(cache)
+        expect(second.booted).toBe(first.booted)
+        expect(second.count).toBe(2)
+      }
+    } finally {
+      writeFileSync(file, original)
+    }
+  }, 180_000)
 })

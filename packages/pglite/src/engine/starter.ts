@@ -374,12 +374,15 @@ async function loadFromDisk(key: string, cacheDir: string | false | undefined): 
   const where = await diskLocation(key, cacheDir)
   if (!where) return undefined
   const disk = await import('./template-disk.js')
+  const cached = await disk.readVerified(where.file)
   // An empty cache (a first run after install) starts from the snapshot the package build made, where the key is its.
-  const bytes = (await disk.readVerified(where.file)) ?? (await disk.readShipped(where.dir, where.file))
+  const shipped = cached ? undefined : await disk.readShipped(where.dir, where.file)
+  const bytes = cached ?? shipped?.body
   if (!bytes) return undefined
   try {
     const snapshot = decodeSnapshot(bytes)
     snapshots.set(key, snapshot)
+    shipped?.keep()
     return snapshot
   } catch {
     await forgetOnDisk(key, cacheDir)

@@ -102,12 +102,13 @@ const SHIPPED_ENTRIES = './engine/'
 
 /**
  * A cache entry the package ships, for a cache that lacks it (a first run
- * after install): its body, checked as a cached one is, and a copy written
- * into the cache in the background, so later processes read it without
- * inflating it. Inflated on libuv's threads, beside the engine's compile.
- * Undefined when the package ships no such entry.
+ * after install): its body, checked as a cached one is, and `keep`, which
+ * copies it into the cache in the background once the caller found it good
+ * (later processes then read it without inflating it). Inflated on libuv's
+ * threads, beside the engine's compile. Undefined when the package ships
+ * no such entry, or a damaged one.
  */
-export async function readShipped(dir: string, file: string): Promise<Uint8Array | undefined> {
+export async function readShipped(dir: string, file: string): Promise<{ body: Uint8Array; keep(): void } | undefined> {
   let whole: Buffer
   try {
     const gz = await readFile(fileURLToPath(new URL(`${SHIPPED_ENTRIES}${basename(file)}.gz`, import.meta.url)))
@@ -120,12 +121,17 @@ export async function readShipped(dir: string, file: string): Promise<Uint8Array
   // gunzip checked the bytes against the gzip member's own CRC-32: the entry's check need not be computed again.
   if (whole.byteLength < CHECK_BYTES || whole.readUInt32LE(0) !== whole.byteLength - CHECK_BYTES) return undefined
   const body = whole.subarray(CHECK_BYTES)
-  whenIdle(() =>
-    writeParts(dir, file, [whole.subarray(0, CHECK_BYTES), body]).catch(() => {
-      // An unwritable cache: every process inflates the shipped entry again.
-    }),
-  )
-  return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+  return {
+    body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength),
+    keep: () =>
+      whenIdle(async () => {
+        // The process may have written its own meanwhile (the shipped one did not restore, and Postgres booted): that one stays.
+        if (await stat(file).then(() => true, () => false)) return
+        await writeParts(dir, file, [whole.subarray(0, CHECK_BYTES), body]).catch(() => {
+          // An unwritable cache: every process inflates the shipped entry again.
+        })
+      }),
+  }
 }
 
 /** How long a copy into the cache waits for the create that read the shipped entry, unless the process ends first. */
