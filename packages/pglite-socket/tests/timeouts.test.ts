@@ -102,7 +102,8 @@ describe('transaction_timeout', () => {
   it('stops an endless statement once its transaction_timeout has run out (57014), then ends the client with FATAL 25P04', async () => {
     const looping = await served.connect()
     await looping.query('begin')
-    await looping.query("set local transaction_timeout = '300ms'")
+    // Long enough that the loop has started when it runs out, on a loaded machine too; else the idle transaction is ended first.
+    await looping.query("set local transaction_timeout = '1s'")
     await expect(within(looping.query('do $$ begin loop end loop; end $$'), 10_000, 'the loop to be stopped')).rejects.toMatchObject({ code: '57014' })
     await within(
       (async () => {

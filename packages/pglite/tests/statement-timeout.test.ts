@@ -108,9 +108,10 @@ describe('statement_timeout', () => {
   })
 
   it('keeps the engine alive with client_connection_check_interval set', async () => {
-    await db.exec(`set client_connection_check_interval = 10; set statement_timeout = '100ms'`)
+    // A timeout well above the short sleep: on a loaded machine a 50 ms sleep took over 100 ms.
+    await db.exec(`set client_connection_check_interval = 10; set statement_timeout = '500ms'`)
     try {
-      expect(await sqlState(db.query('select pg_sleep(1)'))).toBe('57014')
+      expect(await sqlState(db.query('select pg_sleep(3)'))).toBe('57014')
       expect(await sqlState(db.query('select pg_sleep(0.05)'))).toBeUndefined()
     } finally {
       await db.exec('reset all')
