@@ -454,26 +454,15 @@ export async function startWithContrib(
       if (diskId !== undefined) await forgetContribSnapshot(diskId, options.cacheDir)
     }
   }
-  const boot = async (): Promise<Backend> =>
-    Backend.start(assets, { ...options, mount: { kind: 'memory', tree: await options.loadTree() }, prepare: (mod) => preloadContrib(mod, preload) })
-  const backend = await boot()
+  const tree = await options.loadTree()
+  const backend = await Backend.start(assets, { ...options, mount: { kind: 'memory', tree }, prepare: (mod) => preloadContrib(mod, preload) })
   if (backend.isSnapshotable && !contribSnapshots.has(key)) {
     const taken = backend.snapshot()
     contribSnapshots.set(key, taken)
     // Sized now, so that this database's module, once closed, serves the next one.
     preloadedPoolFor(preload, env).prepare(taken.pages)
-    // As a plain first boot does (see restoredInstead): the booted module holds every page Postgres zeroed as it started.
-    backend.abandon()
-    collectGarbageNow()
-    let restored: Backend
-    try {
-      restored = await restoreWithContrib(assets, taken, preload, env, options.onLog, start.newModule)
-    } catch {
-      restored = await boot()
-    }
     // After the create returns: encoding leaves garbage as large as the snapshot.
     if (diskId !== undefined) void saveContribSnapshot(diskId, taken, options.cacheDir).then(collectGarbageSoon)
-    return restored
   }
   return backend
 }
