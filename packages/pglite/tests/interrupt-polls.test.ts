@@ -13,12 +13,16 @@ const engine = readFileSync(createRequire(import.meta.url).resolve('@electric-sq
 describe('interrupt polls', () => {
   const polled = addInterruptPolls(engine)
 
-  it('rewrites every read of InterruptPending of the engine, keeping a valid module with the same imports and exports', () => {
+  it('rewrites every read of InterruptPending of the engine, keeping a valid module with the same imports and exports (and the two globals of untimed waits)', () => {
     expect(polled.sites).toBe(466)
     const before = new WebAssembly.Module(engine)
     const after = new WebAssembly.Module(polled.bytes)
     expect(WebAssembly.Module.imports(after)).toEqual(WebAssembly.Module.imports(before))
-    expect(WebAssembly.Module.exports(after)).toEqual(WebAssembly.Module.exports(before))
+    expect(WebAssembly.Module.exports(after)).toEqual([
+      ...WebAssembly.Module.exports(before),
+      { name: 'pgwasm_untimed_wait', kind: 'global' },
+      { name: 'pgwasm_untimed_wait_latch', kind: 'global' },
+    ])
     // Each check grows by its countdown (16 bytes here), plus the appended pieces.
     expect(polled.bytes.byteLength - engine.byteLength).toBeLessThan(polled.sites * 20 + 100)
   })

@@ -1,4 +1,5 @@
 import type { ModuleControl } from './module.js'
+import { UNTIMED_WAIT_EXPORT, UNTIMED_WAIT_LATCH_EXPORT } from './untimed-waits.js'
 
 /** `which` of the real-time interval timer (`ITIMER_REAL`), the one Postgres' timeout.c uses. */
 const ITIMER_REAL = 0
@@ -49,14 +50,32 @@ export function deliverAlarmsWhileWorking(imports: WebAssembly.Imports, control:
     control.arm(ITIMER_REAL, 0)
     fire(ITIMER_REAL, now)
   }
+  // WaitLatch ticks (interrupt-polls.ts) before a wait with no timeout, having noted it in two exported globals.
+  let waits: { instance: WebAssembly.Instance; event: WebAssembly.Global; latch: WebAssembly.Global } | undefined
+  const untimedWait = (): void => {
+    const instance = control.instance
+    if (!instance) return
+    if (waits?.instance !== instance) {
+      const event = instance.exports[UNTIMED_WAIT_EXPORT]
+      const latch = instance.exports[UNTIMED_WAIT_LATCH_EXPORT]
+      if (!(event instanceof WebAssembly.Global) || !(latch instanceof WebAssembly.Global)) return
+      waits = { instance, event, latch }
+    }
+    const noted = waits.event.value as number
+    if (noted === 0) return
+    waits.event.value = 0
+    control.untimedWait(noted & 0x7fffffff, waits.latch.value as number)
+  }
   for (const [space, names] of Object.entries(CALLED_WHILE_WORKING)) {
     const functions = imports[space] as Record<string, unknown> | undefined
     if (!functions) continue
     for (const name of names) {
       const original = functions[name]
       if (typeof original !== 'function') continue
+      const clock = space === 'env' && name === 'emscripten_date_now'
       functions[name] = (...args: unknown[]): unknown => {
         deliver()
+        if (clock) untimedWait()
         return (original as (...a: unknown[]) => unknown)(...args)
       }
     }

@@ -1,5 +1,6 @@
 import type { EngineAssets } from './assets.js'
 import { deliverAlarmsWhileWorking } from './alarms.js'
+import { untimedWaitError } from './untimed-waits.js'
 import { isExitStatus, type PostgresModule } from './emscripten.js'
 import { EngineError } from './engine-error.js'
 import {
@@ -386,6 +387,12 @@ export class Backend {
     this.#control.cancelStatement = () => {
       this.#canceled = true
       this.#guards.requestCancel()
+    }
+    this.#control.untimedWait = (event, latch) => {
+      if (!this.#inRequest || this.#dead || this.#closed) return
+      // A latch set already (by a cancel or an alarm just delivered) ends the wait at once.
+      if (latch !== 0 && new DataView(this.#mod.HEAPU8.buffer).getInt32(latch, true) !== 0) return
+      this.#guards.raise(untimedWaitError(event))
     }
     this.#control.poll = (now) => {
       const control = this.#control

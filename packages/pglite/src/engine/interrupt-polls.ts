@@ -11,6 +11,9 @@ import {
   IF,
   DROP,
   VOID,
+  LOCAL_GET,
+  I32_AND,
+  I32_OR,
   LOAD_ALIGNED,
   RETURNS_I32,
   RETURNS_NOTHING,
@@ -35,6 +38,7 @@ import {
   wasmName,
   type Section,
 } from './wasm-binary.js'
+import { UNTIMED_WAIT_EXPORT, UNTIMED_WAIT_LATCH_EXPORT } from './untimed-waits.js'
 
 /**
  * Makes a statement that computes without calling out stoppable.
@@ -81,6 +85,9 @@ import {
  */
 export const POLL_EVERY = 512
 
+/** `WL_TIMEOUT` in Postgres' `waiteventset.h`: a WaitLatch without it waits until its latch is set. */
+const WL_TIMEOUT = 8
+
 /** The engine binary with its interrupt checks polling the host. */
 export interface PolledEngine {
   readonly bytes: Uint8Array<ArrayBuffer>
@@ -107,6 +114,7 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
 
   // The global exported as InterruptPending holds the flag's address.
   let pendingGlobal = -1
+  let waitLatch = -1
   {
     const reader = new Reader(input, section(SECTION_EXPORT).start)
     for (let n = reader.uleb(); n > 0; n--) {
@@ -114,8 +122,10 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
       const kind = reader.u8()
       const index = reader.uleb()
       if (kind === 3 && field === 'InterruptPending') pendingGlobal = index
+      if (kind === 0 && field === 'WaitLatch') waitLatch = index
     }
   }
+  if (waitLatch < imports.functions) throw new Error('the engine binary does not export WaitLatch')
   if (pendingGlobal < imports.globals) throw new Error('the engine binary does not define InterruptPending')
   const definedGlobals = countOf(input, section(SECTION_GLOBAL))
   let interruptPending = -1
@@ -142,6 +152,8 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
   const pollFunction = tickFunction + 1
   const types = countOf(input, section(SECTION_TYPE))
   const countdown = imports.globals + definedGlobals
+  const waitGlobal = countdown + 1
+  const waitLatchGlobal = countdown + 2
   const read = [I32_CONST, ...sleb32(interruptPending), ...LOAD_ALIGNED]
   // if (countdown == 0) tick(); countdown -= 1; then the read as it was
   const check = [
@@ -176,14 +188,25 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
   const tick = functionBody([I32_CONST, ...sleb32(every), GLOBAL_SET, ...uleb(countdown), CALL, ...uleb(dateNow), DROP])
   // The same check as a function returning the flag, for side modules.
   const poll = functionBody(check)
-  const { code, sites } = inlineChecks(input, section(SECTION_CODE), read, check, [tick, poll])
+  // At WaitLatch's entry, for a wait with no timeout: note the latch and the
+  // wait event (bit 31 set, so never 0) in the appended globals, and tick.
+  const untimedWait = [
+    LOCAL_GET, 1, I32_CONST, WL_TIMEOUT, I32_AND, I32_EQZ, IF, VOID,
+    LOCAL_GET, 0, GLOBAL_SET, ...uleb(waitLatchGlobal),
+    LOCAL_GET, 3, I32_CONST, ...sleb32(-0x80000000), I32_OR, GLOBAL_SET, ...uleb(waitGlobal),
+    CALL, ...uleb(tickFunction),
+    END,
+  ]
+  const entries = new Map([[waitLatch - imports.functions, untimedWait]])
+  const { code, sites } = inlineChecks(input, section(SECTION_CODE), read, check, [tick, poll], entries)
   if (sites === 0) throw new Error('found no interrupt check in the engine binary')
   const replacements = new Map<number, Uint8Array[]>([
     [SECTION_TYPE, grown(input, section(SECTION_TYPE), RETURNS_I32, RETURNS_NOTHING)],
     [SECTION_FUNCTION, grown(input, section(SECTION_FUNCTION), uleb(types + 1), uleb(types))],
     [SECTION_TABLE, sectionOf(SECTION_TABLE, [Uint8Array.from(tablePayload)])],
-    // mut i32 = every
-    [SECTION_GLOBAL, grown(input, section(SECTION_GLOBAL), [0x7f, 1, I32_CONST, ...sleb32(every), END])],
+    // mut i32 = every; the untimed wait's event and latch: mut i32 = 0
+    [SECTION_GLOBAL, grown(input, section(SECTION_GLOBAL), [0x7f, 1, I32_CONST, ...sleb32(every), END], [0x7f, 1, I32_CONST, 0, END], [0x7f, 1, I32_CONST, 0, END])],
+    [SECTION_EXPORT, grown(input, section(SECTION_EXPORT), [...wasmName(UNTIMED_WAIT_EXPORT), 3, ...uleb(waitGlobal)], [...wasmName(UNTIMED_WAIT_LATCH_EXPORT), 3, ...uleb(waitLatchGlobal)])],
     [SECTION_ELEMENT, newElement],
     [SECTION_CODE, code],
   ])
@@ -196,7 +219,14 @@ export function addInterruptPolls(input: Uint8Array, every = POLL_EVERY): Polled
  * `check` (bodies grow; nothing in wasm code refers to a byte offset of
  * code, so only their sizes change), and `appended` bodies added.
  */
-function inlineChecks(input: Uint8Array, code: Section, read: readonly number[], check: readonly number[], appended: readonly (readonly number[])[]): { code: Uint8Array[]; sites: number } {
+function inlineChecks(
+  input: Uint8Array,
+  code: Section,
+  read: readonly number[],
+  check: readonly number[],
+  appended: readonly (readonly number[])[],
+  entries: ReadonlyMap<number, readonly number[]>,
+): { code: Uint8Array[]; sites: number } {
   const reader = new Reader(input, code.start)
   const count = reader.uleb()
   const parts: Uint8Array[] = [Uint8Array.from(uleb(count + appended.length))]
@@ -215,13 +245,25 @@ function inlineChecks(input: Uint8Array, code: Section, read: readonly number[],
       const at = all[next++]!
       if (at >= start && at + read.length <= end) found.push(at)
     }
-    if (found.length === 0) {
+    const entry = entries.get(i)
+    if (found.length === 0 && !entry) {
       parts.push(input.subarray(sizeAt, end))
       continue
     }
     sites += found.length
-    parts.push(Uint8Array.from(uleb(size + found.length * (check.length - read.length))))
+    parts.push(Uint8Array.from(uleb(size + found.length * (check.length - read.length) + (entry?.length ?? 0))))
     let from = start
+    if (entry) {
+      // After the body's local declarations: its first instruction.
+      const locals = new Reader(input, start)
+      for (let groups = locals.uleb(); groups > 0; groups--) {
+        locals.uleb()
+        locals.u8()
+      }
+      if (found.some((at) => at < locals.at)) throw new Error('an interrupt check inside local declarations')
+      parts.push(input.subarray(start, locals.at), Uint8Array.from(entry))
+      from = locals.at
+    }
     for (const at of found) {
       parts.push(input.subarray(from, at), replacement)
       from = at + read.length

@@ -47,6 +47,12 @@ export interface ModuleControl {
   pollAt: number
   /** Asks the host whether the running request is to stop; called at `pollAt`, at a call out of the engine. */
   poll: (now: number) => void
+  /**
+   * WaitLatch is about to wait with no timeout (`event`: its wait event,
+   * `latch`: the latch's address), after due alarms and cancels were
+   * delivered: see untimed-waits.ts.
+   */
+  untimedWait: (event: number, latch: number) => void
   /** Arms (or with 0 clears) an interval timer, as Postgres' setitimer does. */
   arm(which: number, timeoutMs: number): void
   /** Clears every timer; the module lives on (it is being reused). */
@@ -104,6 +110,7 @@ export function newModuleControl(): ModuleControl {
     cancelStatement: () => {},
     pollAt: Infinity,
     poll: () => {},
+    untimedWait: () => {},
     budget: new MemoryBudget(() => ((control.imports?.env as { memory?: WebAssembly.Memory } | undefined)?.memory?.buffer.byteLength ?? 0)),
     arm(which, timeoutMs) {
       // Recorded, never delivered by a timer: between two requests every

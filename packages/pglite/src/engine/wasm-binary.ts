@@ -18,6 +18,9 @@ export const I32_EQZ = 0x45
 export const IF = 0x04
 export const DROP = 0x1a
 export const VOID = 0x40
+export const LOCAL_GET = 0x20
+export const I32_AND = 0x71
+export const I32_OR = 0x72
 /** `i32.load` with 4-byte alignment and no offset. */
 export const LOAD_ALIGNED = [I32_LOAD, 2, 0]
 /** The function type `() -> i32`. */
