@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import pg from 'pg'
 import postgres from 'postgres'
@@ -197,6 +198,45 @@ describe('the cancel helper', () => {
     }
   })
 
+  it('ends with its server however the server dies: SIGKILL while the helper holds clients, then a new server on the same port at once', async () => {
+    const port = await freePort()
+    const first = new Cli(['--port', String(port)])
+    const a = new pg.Client({ host: HOST, port, user: 'postgres' })
+    a.on('error', () => {})
+    const waiting: pg.Client[] = []
+    try {
+      await first.waitFor(/serving .* at (postgresql:\/\/\S+)/)
+      await a.connect()
+      // The server's thread runs a statement: the helper takes the clients that come meanwhile.
+      void a.query('select pg_sleep(30)').catch(() => {})
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      for (let i = 0; i < 4; i++) {
+        const c = new pg.Client({ host: HOST, port, user: 'postgres', connectionTimeoutMillis: 5_000 })
+        c.on('error', () => {})
+        waiting.push(c)
+      }
+      await within(Promise.all(waiting.map((c) => c.connect())), 10_000, 'clients the helper lets in while the server is busy')
+      // tsx's esbuild is a child too: the helper is the node child with its small heap.
+      const helpers = childrenOf(first.child.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('--max-old-space-size=32'))
+      expect(helpers).toHaveLength(1)
+      first.child.kill('SIGKILL')
+      await first.exited
+      await within(gone(helpers[0]!), 5_000, 'the orphaned helper to exit')
+      const second = new Cli(['--port', String(port)])
+      try {
+        await second.waitFor(/serving .* at (postgresql:\/\/\S+)/)
+        const c = await pgClient(port)
+        expect((await c.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+        await c.end()
+      } finally {
+        second.kill()
+      }
+    } finally {
+      first.kill()
+      await Promise.all([a, ...waiting].map((c) => endQuietly(c)))
+    }
+  }, 60_000)
+
   it('lets go of the port when the server stops: a new server listens on it at once, and serves', async () => {
     const port = await freePort()
     for (let round = 0; round < 2; round++) {
@@ -210,3 +250,31 @@ describe('the cancel helper', () => {
     }
   })
 })
+
+/** The processes whose parent is `pid` (Linux: from /proc). */
+function childrenOf(pid: number): number[] {
+  const found: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      // The fourth field of stat, after the command in parentheses.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found
+}
+
+/** Resolves once process `pid` has exited. */
+async function gone(pid: number): Promise<void> {
+  for (;;) {
+    try {
+      process.kill(pid, 0)
+    } catch {
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}

@@ -41,6 +41,8 @@ export function cancelHelperProgram(boardPath: string, slots: number, exchange: 
   const AUTH_WAIT_MS = 10_000
   /** After a wrong password, password logins wait for the server this long (its throttle spaces out the guesses). */
   const AFTER_FAILURE_MS = 60_000
+  /** How often the helper checks that the server's process is still its parent. */
+  const PARENT_CHECK_MS = 100
   const board = fs.openSync(boardPath, 'r+')
   const servers = new Map<string, Server>()
   /** The password each server asks for, by key (none: no password). */
@@ -336,8 +338,16 @@ export function cancelHelperProgram(boardPath: string, slots: number, exchange: 
       setImmediate(() => send({ type: 'closed', key: message.key }))
     }
   })
-  // The server's process is gone: nothing is left to help.
+  // The server's process is gone: nothing is left to help. Exiting closes the
+  // listening sockets and the connections held here, so the port is free at once.
   process.on('disconnect', () => process.exit(0))
+  // 'disconnect' alone is not enough: with a connection's handle still on its
+  // way to a server that died (killed while its thread ran a statement), Node
+  // postpones the event for good. A parent that is gone shows as another ppid.
+  const parent = process.ppid
+  setInterval(() => {
+    if (!process.connected || process.ppid !== parent) process.exit(0)
+  }, PARENT_CHECK_MS).unref()
   // Ctrl-C in a terminal reaches the whole process group: the server decides whether to stop.
   process.on('SIGINT', () => {})
   send({ type: 'ready' })
