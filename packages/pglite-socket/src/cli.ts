@@ -36,6 +36,13 @@ Options:
                            which the client whose output passes it is
                            disconnected: bytes, or a number with kB, MB or GB
                            (default 1GB)
+  --max-incoming-total <size>
+                           what all clients together have sent that the server
+                           holds and has not run yet (a message still arriving,
+                           statements waiting their turn), past which the
+                           client whose bytes pass it is disconnected (FATAL
+                           53200): bytes, or a number with kB, MB or GB
+                           (default 1GB)
   --idle-database-timeout <ms>
                            unload a database other than the main one this
                            long after its last client left (a directory one
@@ -92,6 +99,7 @@ async function main(): Promise<number> {
         'max-copy-bytes': { type: 'string', default: '256MB' },
         'max-memory': { type: 'string', default: '4GB' },
         'max-unread-total': { type: 'string', default: '1GB' },
+        'max-incoming-total': { type: 'string', default: '1GB' },
         'idle-database-timeout': { type: 'string', default: '30000' },
         'copy-stall-timeout': { type: 'string', default: '5000' },
         'create-database-on-connect': { type: 'boolean', default: false },
@@ -133,6 +141,8 @@ async function main(): Promise<number> {
   if (!maxMemory) return usage(`--max-memory must be a positive whole number of bytes, kB, MB or GB, got ${args['max-memory']}`)
   const maxUnreadBytesTotal = byteSize(args['max-unread-total'])
   if (!maxUnreadBytesTotal) return usage(`--max-unread-total must be a positive whole number of bytes, kB, MB or GB, got ${args['max-unread-total']}`)
+  const maxIncomingBytesTotal = byteSize(args['max-incoming-total'])
+  if (!maxIncomingBytesTotal) return usage(`--max-incoming-total must be a positive whole number of bytes, kB, MB or GB, got ${args['max-incoming-total']}`)
   const idleDatabaseMs = Number(args['idle-database-timeout'])
   if (!Number.isInteger(idleDatabaseMs) || idleDatabaseMs < 0) {
     return usage(`--idle-database-timeout must be a whole number of ms >= 0, got ${args['idle-database-timeout']}`)
@@ -183,6 +193,7 @@ async function main(): Promise<number> {
     createDatabaseOnConnect: args['create-database-on-connect'],
     databaseOptions,
     maxUnreadBytesTotal,
+    maxIncomingBytesTotal,
     idleDatabaseMs,
     role: args.role,
     debug: args.debug,

@@ -26,6 +26,8 @@ export type { Parser, Serializer } from './types/index.js'
 export type { BackendMessage } from './protocol/message-sink.js'
 /** The longest frame a frontend message of each type may have (Postgres' limits); for servers that forward client bytes. */
 export { maxFrontendMessageBytes } from './engine/frontend-frames.js'
+/** Runs V8's full collection on a later turn (Node; a no-op elsewhere), for servers that just let go of much memory: an idle process would keep it for a while. */
+export { collectGarbageSoon } from './engine/collect-garbage.js'
 // The rest of `@electric-sql/pglite`'s root exports, same names and shapes.
 export * as types from './types-export.js'
 export type { TypeHandler } from './types-export.js'

@@ -33,6 +33,14 @@ export interface PGliteServerOptions extends HostOptions {
    */
   readonly maxUnreadBytesTotal?: number
   /**
+   * Bytes received from all clients together and not yet taken (a message
+   * still arriving, frames waiting for the engine) beyond which the client
+   * whose bytes pass it is ended with FATAL 53200: without it, clients that
+   * announce huge messages and send them slowly could make the server hold
+   * up to a message's limit (1 GiB) each. @default 1073741824 (1 GiB)
+   */
+  readonly maxIncomingBytesTotal?: number
+  /**
    * Let a CancelRequest stop a statement while it runs, through a small
    * helper process that shares the listening socket (see the README). Off:
    * only a statement that waits for the engine can be canceled. @default true
@@ -40,7 +48,7 @@ export interface PGliteServerOptions extends HostOptions {
   readonly cancelRunning?: boolean
 }
 
-/** Below this a client's unread output is not worth adding up with the others'. */
+/** Below this a client's unread output (or its held input) is not worth adding up with the others'. */
 const UNREAD_SUM_FROM = 4 * 1024 * 1024
 /** Clients the cancel helper can start in one busy spell before the rest wait (each needs a cancel key reserved here). */
 const DOOR_KEYS = 8
@@ -85,6 +93,13 @@ export class PGliteServer extends EventEmitter {
   #unreadBytes(): number {
     let total = 0
     for (const socket of this.#sockets) total += socket.writableLength
+    return total
+  }
+
+  /** Bytes every client sent that the server holds and has not taken yet. */
+  #incomingBytes(): number {
+    let total = 0
+    for (const session of this.#sessions) total += session.heldInputBytes
     return total
   }
 
@@ -300,8 +315,18 @@ export class PGliteServer extends EventEmitter {
     )
     this.#sessions.add(session)
     this.emit('connection', session.processId)
-    if (head && head.length > 0) session.receive(head)
-    socket.on('data', (data) => session.receive(data))
+    const maxIncomingTotal = this.#options.maxIncomingBytesTotal ?? 1024 * 1024 * 1024
+    const receive = (data: Uint8Array): void => {
+      session.receive(data)
+      // Many clients' half-sent messages together must not take the server's memory.
+      const held = session.heldInputBytes
+      if (held > UNREAD_SUM_FROM && this.#incomingBytes() > maxIncomingTotal) {
+        session.terminate('53200', `out of memory: clients' unfinished messages would take more than the server's limit of ${maxIncomingTotal} bytes (this one's has ${held} so far)`)
+        socket.destroy()
+      }
+    }
+    if (head && head.length > 0) receive(head)
+    socket.on('data', receive)
     socket.on('error', () => session.disconnected())
     socket.on('close', () => {
       session.disconnected()

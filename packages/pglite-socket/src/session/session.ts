@@ -1,5 +1,5 @@
 import { TxStatus } from '@pgwasm/pglite/protocol'
-import { ProtocolError, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
+import { ProtocolError, collectGarbageSoon, type ActivityRow, type EngineLease, type LeaseClient, type UtilityRefusal } from '@pgwasm/pglite'
 import { Handshake, type HandshakeHost } from './handshake.js'
 import { CopyInScript, type ScriptEngine } from '../copy/copy-script.js'
 import { SessionCopyIn, type CopyInHost } from './copy-in.js'
@@ -247,6 +247,11 @@ export class Session implements MuxClient {
   reportDue = false
   readonly #reports: ClientReports
 
+  /** Bytes received from the client and not yet taken: a message still arriving, or frames waiting for the engine. */
+  get heldInputBytes(): number {
+    return this.#input.buffered
+  }
+
   /** Bytes from the client. */
   receive(bytes: Uint8Array): void {
     if (this.#state === 'closed') return
@@ -306,6 +311,8 @@ export class Session implements MuxClient {
     } finally {
       this.#pumping = false
     }
+    // No batch holds views of the input now: a buffer grown for a large message can go.
+    if (this.#input.trim()) collectGarbageSoon()
     this.#waitForClient()
   }
 
@@ -480,6 +487,7 @@ export class Session implements MuxClient {
     this.#timeouts.stop()
     this.#handshake.stopTimer()
     // What it held for the engine goes now, not when the socket object does.
+    if (this.#input.release()) collectGarbageSoon()
     this.#copy.release()
     this.#cacheGate.release()
     this.#transport.end()

@@ -3,6 +3,10 @@ import { CLIENT_TYPES, copyOut, readInt32 } from './wire.js'
 
 /** A startup packet may not be longer (postgres.c's MAX_STARTUP_PACKET_LENGTH). */
 const MAX_STARTUP_BYTES = 10_000
+/** The buffer a reader starts with, and goes back to once a larger message it grew for is read. */
+const INITIAL_BYTES = 16384
+/** Past this a buffer grows by a quarter at a time, not twice. */
+const LARGE_BYTES = 64 * 1024 * 1024
 
 /**
  * One client's receive buffer: bytes are appended as they arrive and whole
@@ -12,7 +16,7 @@ const MAX_STARTUP_BYTES = 10_000
  * buffer a body it would refuse.
  */
 export class FrameReader {
-  #buffer = new Uint8Array(16384)
+  #buffer = new Uint8Array(INITIAL_BYTES)
   #start = 0
   #end = 0
   readonly #maxMessageBytes: number
@@ -53,7 +57,11 @@ export class FrameReader {
     if (length + room <= this.#buffer.length) {
       this.#buffer.copyWithin(0, this.#start, this.#end)
     } else {
-      const grown = new Uint8Array(Math.max(length + room, this.#buffer.length * 2))
+      // Doubling, then by a quarter past 64 MiB (a 300 MB message must not take 512 MB), but
+      // never past the frame that is arriving: its length says how much is to come.
+      const frame = length >= 5 ? 1 + (readInt32(this.#buffer, this.#start + 1) >>> 0) : Infinity
+      const step = this.#buffer.length < LARGE_BYTES ? this.#buffer.length * 2 : Math.ceil(this.#buffer.length * 1.25)
+      const grown = new Uint8Array(Math.max(length + room, Math.min(step, frame)))
       grown.set(this.#buffer.subarray(this.#start, this.#end))
       this.#buffer = grown
     }
@@ -132,6 +140,36 @@ export class FrameReader {
     const out = copyOut(this.#buffer, this.#start, this.#start + length)
     this.#start += length
     return out
+  }
+
+  /**
+   * Drops the buffer for good: the connection is over, and what it sent goes with it.
+   * @returns whether the buffer dropped was a large one (worth a collection).
+   */
+  release(): boolean {
+    const dropped = this.#buffer.length
+    this.#buffer = new Uint8Array(0)
+    this.#start = 0
+    this.#end = 0
+    return dropped >= LARGE_BYTES
+  }
+
+  /**
+   * Gives back a buffer grown for a large message once little of it is
+   * unread: one client's largest message must not stay held. Only where no
+   * view of the buffer is kept (not while a batch is being gathered).
+   * @returns whether the buffer dropped was a large one (worth a collection).
+   */
+  trim(): boolean {
+    const length = this.#end - this.#start
+    if (this.#buffer.length <= INITIAL_BYTES || length > INITIAL_BYTES) return false
+    const dropped = this.#buffer.length
+    const small = new Uint8Array(INITIAL_BYTES)
+    small.set(this.#buffer.subarray(this.#start, this.#end))
+    this.#buffer = small
+    this.#start = 0
+    this.#end = length
+    return dropped >= LARGE_BYTES
   }
 
   #take(length: number): Uint8Array | undefined {
