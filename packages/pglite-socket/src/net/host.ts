@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises'
 import { AuthThrottle } from '../session/auth-throttle.js'
-import { PGlite, quoteIdent, type PGliteOptions } from '@pgwasm/pglite'
+import { PGlite, collectGarbageSoon, quoteIdent, type PGliteOptions } from '@pgwasm/pglite'
 import type { AuthMethod } from '../session/auth.js'
 import { Multiplexer, type DoorFacts, type SocketDatabase } from '../pooler/multiplexer.js'
 import { CancelHelper } from './cancel-helper.js'
@@ -149,6 +149,8 @@ export class DatabaseHost implements SessionHost {
   readonly #archives = new Map<string, Blob>()
   /** Unloads under way: a connect waits for them. */
   readonly #unloading = new Map<string, Promise<void>>()
+  /** The last unload queued: each waits for the one before. */
+  #unloadTurn: Promise<void> = Promise.resolve()
   readonly #idleDatabaseMs: number
   readonly #ownCreate: boolean
   readonly #create: (name: string) => Promise<SocketDatabase>
@@ -267,7 +269,8 @@ export class DatabaseHost implements SessionHost {
     const timer = setTimeout(() => {
       this.#unloadTimers.delete(name)
       if (this.#users.has(name)) return
-      const unloading = this.#unload(name).finally(() => this.#unloading.delete(name))
+      // One at a time: databases that went idle together would each hold an engine and its archive at once.
+      const unloading = (this.#unloadTurn = this.#unloadTurn.then(() => this.#unload(name))).finally(() => this.#unloading.delete(name))
       this.#unloading.set(name, unloading)
     }, this.#idleDatabaseMs)
     timer.unref?.()
@@ -292,6 +295,10 @@ export class DatabaseHost implements SessionHost {
       }
       this.#others.delete(name)
       await db.close()
+      // The engine's memory goes back now, before the next unload takes more: V8 frees a
+      // dropped wasm memory only in a full collection, which an idle process runs late.
+      collectGarbageSoon()
+      await new Promise((resolve) => setTimeout(resolve, 0))
     } catch (err) {
       this.log(`database ${name}: unloading it failed, it stays loaded: ${String(err)}`)
     }
