@@ -95,7 +95,7 @@ export class MemoryBudget {
    */
   fileChange<T>(node: FsNode, more: number, op: () => T, refuse: () => Error): T {
     if (!this.limited || this.#inside || !isCounted(node)) return op()
-    if (more > 0 && this.heapBytes() + this.#fileBytes + more > this.#limit && (this.heapInUse?.() ?? Infinity) + this.#fileBytes + more > this.#limit) {
+    if (more > 0 && mayRefuse(node) && !this.#fileFits(node, more)) {
       this.#refused()
       throw refuse()
     }
@@ -107,6 +107,19 @@ export class MemoryBudget {
       this.#inside = false
       this.#fileBytes += ownBytes(node) - before
     }
+  }
+
+  /**
+   * Whether `node` may grow by `more`. Data grows only up to the limit less
+   * a reserve; a small file (a catalog's, the first pages of a relation
+   * TRUNCATE or DROP makes, a sort's first spill) may use the reserve: a
+   * table filled to the limit must not leave the next statements, or the
+   * TRUNCATE that would give the space back, unable to write a page.
+   */
+  #fileFits(node: FsNode, more: number): boolean {
+    const reserve = Math.min(RESERVE_BYTES, this.#limit / 8)
+    const cap = ownBytes(node) + more <= SMALL_FILE_BYTES ? this.#limit : this.#limit - reserve
+    return this.heapBytes() + this.#fileBytes + more <= cap || (this.heapInUse?.() ?? Infinity) + this.#fileBytes + more <= cap
   }
 
   #collectAfter = 0
@@ -145,6 +158,36 @@ export function ownBytes(node: FsNode): number {
 
 function isCounted(node: FsNode): boolean {
   return node.parent?.name !== 'pg_wal'
+}
+
+/** What of the limit only small files may use (at most an eighth of it). */
+const RESERVE_BYTES = 64 * 1024 * 1024
+/** A file this small after a growth may use the reserve. */
+const SMALL_FILE_BYTES = 1024 * 1024
+/** A relation's data file (`16384`, `16384_fsm`, `16384.3`, a temporary table's `t3_16384`): a failed extension is an ERROR. */
+const RELATION_FILE = /^(?:t\d+_)?\d+(?:_(?:fsm|vm|init))?(?:\.\d+)?$/
+/**
+ * Folders of the cluster's own state (transaction status, multixacts,
+ * two-phase state, replication, statistics): Postgres writes them in
+ * critical sections and checkpoints, where a failed write is a PANIC that
+ * ends the engine, so like WAL they are counted but never refused.
+ */
+const STATE_FOLDERS = new Set(['pg_xact', 'pg_subtrans', 'pg_multixact', 'offsets', 'members', 'pg_commit_ts', 'pg_serial', 'pg_notify', 'pg_twophase', 'pg_logical', 'snapshots', 'mappings', 'pg_replslot', 'pg_stat', 'pg_stat_tmp', 'pg_snapshots'])
+
+/**
+ * Whether a growth of `node` may be refused (ENOSPC): relation data,
+ * temporary files and anything else a statement writes, but not the
+ * cluster's state files: those above, and the control file, relation maps,
+ * `PG_VERSION` and relation cache files beside the relations of `global/`
+ * and `base/<db>/` (a relation map is written in a critical section).
+ */
+function mayRefuse(node: FsNode): boolean {
+  if (RELATION_FILE.test(node.name)) return true
+  const parent = node.parent
+  if (!parent) return true
+  if (STATE_FOLDERS.has(parent.name)) return false
+  if (parent.name === 'pgsql_tmp') return true
+  return !(parent.name === 'global' || parent.parent?.name === 'base')
 }
 
 function treeBytes(dir: FsNode): number {
