@@ -81,6 +81,16 @@ export class SessionObjects<Client> {
     this.#stale = false
   }
 
+  /**
+   * Notes object `key` (`s` and an SQL-prepared statement's name) as
+   * `client`'s as it is made, when no one holds that key: it then goes
+   * with the client even if no catalog read after the batch succeeds. A
+   * read that succeeds corrects it (one that was not made is forgotten).
+   */
+  claim(key: string, client: Client): void {
+    if (!this.#owners.has(key)) this.#owners.set(key, client)
+  }
+
   /** Whether `name` is a held cursor that `client` did not make (another client's, or an in-process caller's). */
   isOthersCursor(name: string, client: Client): boolean {
     const key = `c${name}`

@@ -119,7 +119,13 @@ export class Session implements MuxClient {
         },
         // A function's set_config() or dynamic SET: the settings are read after the batch.
         settingChanged: () => (this.#splitter.meaningMayChange = true),
-        objectMade: this.#objectMemory.made,
+        objectMade: (prepared) => {
+          const refusal = this.#objectMemory.made()
+          // Noted as this client's now, not only by the catalog read after the batch: that read
+          // fails when the batch left the engine out of memory, and the statement would outlive the client.
+          if (!refusal && prepared !== undefined) this.#mux?.objects.claim(`s${prepared}`, this)
+          return refusal
+        },
         objectDropped: this.#objectMemory.dropped,
       }),
       signalOther: (pid, signal) => this.#host.signal(pid, signal),

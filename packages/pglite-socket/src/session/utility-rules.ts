@@ -34,8 +34,11 @@ export interface UtilityEvents {
   heard(kind: 'listen' | 'unlisten', channel: string | null): void
   /** A SET, RESET or set_config() is about to run (in a function's body too). */
   settingChanged(): void
-  /** A PREPARE or DECLARE CURSOR of a name of its own is about to run: refused past the client's memory share. */
-  objectMade(): UtilityRefusal | undefined
+  /**
+   * A PREPARE (`prepared`: its name) or DECLARE CURSOR of a name of its own
+   * is about to run: refused past the client's memory share.
+   */
+  objectMade(prepared?: string): UtilityRefusal | undefined
   /** A DEALLOCATE or CLOSE of one of its own is about to run. */
   objectDropped(): void
 }
@@ -64,7 +67,7 @@ export function clientUtilityRules(pid: number, events: UtilityEvents) {
               message: `the name "${name}" is reserved: pgwasm-server gives it to another client's ${tag === 'PREPARE' ? 'prepared statement' : 'portal'}`,
               hint: 'Choose a name that does not start with "c" and digits followed by "_" or ".".',
             }
-          : events.objectMade()
+          : events.objectMade(tag === 'PREPARE' && name !== null ? name : undefined)
       case 'DEALLOCATE ALL':
         return reachesEveryClient('DEALLOCATE ALL', 'prepared statements')
       case 'CLOSE CURSOR ALL':

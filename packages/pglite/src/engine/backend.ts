@@ -1,6 +1,7 @@
 import type { EngineAssets } from './assets.js'
 import { deliverAlarmsWhileWorking } from './alarms.js'
 import { untimedWaitError } from './untimed-waits.js'
+import { capLogLines } from './log-lines.js'
 import { isExitStatus, type PostgresModule } from './emscripten.js'
 import { EngineError } from './engine-error.js'
 import {
@@ -245,6 +246,7 @@ export class BlankModule {
           }
           ;(m as unknown as { onRuntimeInitialized: () => void }).onRuntimeInitialized = () => {
             callbacks.push(...installProcessHooks(m))
+            capLogLines(m)
             guards = new SessionGuards(m, control.instance!, assets.pgliteModule, (path) => moduleFileRefusal(m, trust, path), assets.guardRecords)
             guards.install()
             callbacks.push(...guards.callbacks)

@@ -48,7 +48,14 @@ export class MemoryBudget {
   #inside = false
   #mod: PostgresModule | undefined
 
-  constructor(readonly heapBytes: () => number) {}
+  /**
+   * @param heapBytes the heap's size now
+   * @param maxHeapBytes the most the heap can grow to (the WASM memory's maximum)
+   */
+  constructor(
+    readonly heapBytes: () => number,
+    readonly maxHeapBytes = Infinity,
+  ) {}
 
   /**
    * What of the heap is in use, when the engine can tell (its memory
@@ -73,7 +80,9 @@ export class MemoryBudget {
    */
   share(): number {
     if (!this.limited) return 0
-    return ((this.heapInUse?.() ?? this.heapBytes()) + this.#fileBytes) / this.#limit
+    // The heap cannot pass its own maximum, whatever the limit: a share of a limit it cannot reach would never fill.
+    const reachable = Math.min(this.#limit, this.maxHeapBytes + this.#fileBytes)
+    return ((this.heapInUse?.() ?? this.heapBytes()) + this.#fileBytes) / reachable
   }
 
   /** Sets the limit; the files are counted afresh (they were not while none was set). */

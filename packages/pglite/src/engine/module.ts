@@ -111,7 +111,7 @@ export function newModuleControl(): ModuleControl {
     pollAt: Infinity,
     poll: () => {},
     untimedWait: () => {},
-    budget: new MemoryBudget(() => ((control.imports?.env as { memory?: WebAssembly.Memory } | undefined)?.memory?.buffer.byteLength ?? 0)),
+    budget: new MemoryBudget(() => ((control.imports?.env as { memory?: WebAssembly.Memory } | undefined)?.memory?.buffer.byteLength ?? 0), MAX_PAGES * WASM_PAGE_BYTES),
     arm(which, timeoutMs) {
       // Recorded, never delivered by a timer: between two requests every
       // alarm Postgres arms is one that ends the session (idle-in-transaction,
