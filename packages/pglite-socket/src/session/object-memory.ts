@@ -80,8 +80,21 @@ export class LeaseObjectMemory {
   /** The engine while this client's batch runs on it, for the utility rules to measure (undefined between batches). */
   #lease: EngineLease | undefined
 
-  /** The utility rules' objectMade: asked while this client's batch runs on the engine, and only then. */
-  readonly made = (): UtilityRefusal | undefined => (this.#lease ? this.#measure(this.#lease, true) : undefined)
+  /**
+   * @param claim notes an SQL-prepared statement (`s` and its name) as this
+   *   client's as it is made, not only by the catalog read after the batch:
+   *   that read fails when the batch left the engine out of memory, and the
+   *   statement would outlive its client.
+   */
+  constructor(readonly claim: (key: string) => void = () => {}) {}
+
+  /** The utility rules' objectMade (`prepared`: a PREPARE's name): asked while this client's batch runs on the engine, and only then. */
+  readonly made = (prepared?: string): UtilityRefusal | undefined => {
+    if (!this.#lease) return undefined
+    const refusal = this.#measure(this.#lease, true)
+    if (!refusal && prepared !== undefined) this.claim(`s${prepared}`)
+    return refusal
+  }
 
   /** The utility rules' objectDropped. */
   readonly dropped = (): void => {

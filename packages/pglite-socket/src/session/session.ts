@@ -79,7 +79,7 @@ export class Session implements MuxClient {
   #batchMeaning = false
   readonly #marks: BatchMarks = { namesStatement: false, closesObject: false, objectsMayChange: false, activitySql: new Uint8Array(0) }
   /** What this client's prepared statements and cursors hold of the engine's memory ceiling. */
-  readonly #objectMemory = new LeaseObjectMemory()
+  readonly #objectMemory = new LeaseObjectMemory((key) => this.#mux?.objects.claim(key, this))
   readonly #cacheGate: CacheGate
   #state: 'startup' | 'auth' | 'attach' | 'ready' | 'closed' = 'startup'
   #pumping = false
@@ -119,13 +119,7 @@ export class Session implements MuxClient {
         },
         // A function's set_config() or dynamic SET: the settings are read after the batch.
         settingChanged: () => (this.#splitter.meaningMayChange = true),
-        objectMade: (prepared) => {
-          const refusal = this.#objectMemory.made()
-          // Noted as this client's now, not only by the catalog read after the batch: that read
-          // fails when the batch left the engine out of memory, and the statement would outlive the client.
-          if (!refusal && prepared !== undefined) this.#mux?.objects.claim(`s${prepared}`, this)
-          return refusal
-        },
+        objectMade: this.#objectMemory.made,
         objectDropped: this.#objectMemory.dropped,
       }),
       signalOther: (pid, signal) => this.#host.signal(pid, signal),
