@@ -173,12 +173,16 @@ export function catchStackOverflows(
 ): void {
   // PG_exception_stack as it is when the call is made: the handler of the
   // calling function's PG_TRY, or of one of its callers, alive either way.
-  // Read through a cached view (memory can grow and replace its buffer).
+  // Read through a cached view. A growth detaches the old buffer, which
+  // leaves the view empty: a length check costs far less than reading
+  // `memory.buffer` on each of the ~34 calls of a primary-key lookup.
+  // (A shared memory is not detached, but the address is static data,
+  // inside the buffer the view was made of.)
   let words = new Uint32Array(memory.buffer)
   let handlerAt = 0
   const handler = (): number => {
     if (handlerAt === 0) handlerAt = guards()?.exceptionStackAddress ?? 0
-    if (words.buffer !== memory.buffer) words = new Uint32Array(memory.buffer)
+    if (words.length === 0) words = new Uint32Array(memory.buffer)
     return handlerAt === 0 ? 0 : words[handlerAt >>> 2]!
   }
   for (const name of Object.keys(env)) {
