@@ -240,6 +240,37 @@ describe("another client's prepared statements, named by escaped identifiers and
   })
 })
 
+describe("another client's WITH HOLD cursor, named plainly, escaped and through dynamic SQL", () => {
+  const served = useServedDatabase({ role: 'app' })
+
+  // Issue "hardening", further findings: another client could FETCH, MOVE and
+  // CLOSE it, though the README promised 34000. On PostgreSQL it lives in its
+  // own backend, out of every other session's reach.
+  it('is out of reach (34000) for FETCH, MOVE and CLOSE; the owner still reads and closes it', async () => {
+    const owner = await served.connect()
+    const other = await served.connect()
+    await owner.query('declare held cursor with hold for select g from generate_series(1, 5) g')
+    const attacks = [
+      'fetch 1 from held',
+      'fetch 1 from "held"',
+      'move 1 in held',
+      'close "held"',
+      `do $$ begin execute 'close held'; end $$`,
+      `do $$ begin execute format('move 1 in %I', 'held'); end $$`,
+    ]
+    for (const sql of attacks) {
+      await expect(other.query(sql), sql).rejects.toMatchObject({ code: '34000', message: 'cursor "held" does not exist' })
+    }
+    // Nothing moved: the owner reads from the start, then closes it.
+    expect((await owner.query('fetch 2 from held')).rows).toEqual([{ g: 1 }, { g: 2 }])
+    await owner.query('close held')
+    // The name is free: the other client may declare its own.
+    await other.query('declare held cursor with hold for select 9 as g')
+    expect((await other.query('fetch 1 from held')).rows).toEqual([{ g: 9 }])
+    await other.query('close held')
+  })
+})
+
 describe('database names on a directory server', () => {
   let dir: string
   let served: Served | undefined

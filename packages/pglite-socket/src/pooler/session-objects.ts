@@ -27,8 +27,8 @@ const READ = queryMessage(
 )
 
 /**
- * Whether SQL in `bytes[from, to)` may make a temporary relation, a cursor
- * or an SQL-prepared statement (a byte scan: a false positive costs one
+ * Whether SQL in `bytes[from, to)` may make or drop a temporary relation,
+ * a cursor or an SQL-prepared statement (a byte scan: a false positive costs one
  * catalog read after the batch). Objects made inside a function's dynamic
  * SQL are not seen: they stay until the engine's session ends.
  */
@@ -38,7 +38,10 @@ export function sessionObjectsMayChange(bytes: Uint8Array, from: number, to: num
     mentions(bytes, from, to, 'temporary') ||
     mentions(bytes, from, to, 'pg_temp') ||
     mentions(bytes, from, to, 'declare') ||
-    mentions(bytes, from, to, 'prepare')
+    mentions(bytes, from, to, 'prepare') ||
+    // Dropped ones too: a name its owner closed must not stay its owner's when another client takes it.
+    mentions(bytes, from, to, 'close') ||
+    mentions(bytes, from, to, 'deallocate')
   )
 }
 

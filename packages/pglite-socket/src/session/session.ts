@@ -121,6 +121,7 @@ export class Session implements MuxClient {
         settingChanged: () => (this.#splitter.meaningMayChange = true),
         objectMade: this.#objectMemory.made,
         objectDropped: this.#objectMemory.dropped,
+        othersCursor: (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false,
       }),
       signalOther: (pid, signal) => this.#host.signal(pid, signal),
       statementName: (name) => this.#renamer.sqlName(name),

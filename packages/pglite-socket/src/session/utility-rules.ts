@@ -41,6 +41,8 @@ export interface UtilityEvents {
   objectMade(prepared?: string): UtilityRefusal | undefined
   /** A DEALLOCATE or CLOSE of one of its own is about to run. */
   objectDropped(): void
+  /** Whether `name` is a `WITH HOLD` cursor another client (or an in-process caller) declared. */
+  othersCursor(name: string): boolean
 }
 
 /** The check for the client whose pid is `pid`. */
@@ -56,7 +58,7 @@ export function clientUtilityRules(pid: number, events: UtilityEvents) {
       case 'CLOSE CURSOR':
       case 'FETCH':
       case 'MOVE':
-        if (name !== null && isOtherClientsName(name, pid)) return { code: '34000', message: `cursor "${name}" does not exist` }
+        if (name !== null && (isOtherClientsName(name, pid) || events.othersCursor(name))) return { code: '34000', message: `cursor "${name}" does not exist` }
         if (tag === 'CLOSE CURSOR') events.objectDropped()
         return undefined
       case 'PREPARE':
