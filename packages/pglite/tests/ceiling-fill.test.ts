@@ -1,4 +1,6 @@
+import { rmSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
+import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { DatabaseError, PGlite } from '../src/index.js'
 
 /*
@@ -63,5 +65,28 @@ describe('a table filled to the memory ceiling', () => {
     await db.exec('create table f (t text)')
     await db.query(FILL)
     expect((await db.query('select count(*)::int as n from f')).rows).toEqual([{ n: 10000 }])
+  }, 120_000)
+})
+
+describe("a directory database's in-memory /tmp", () => {
+  // Issue "hardening", further findings: its data is on disk, but its /tmp is
+  // in memory, and the ceiling did not count it (5 GB written, no 53100).
+  it('counts against the ceiling: a COPY TO a file there past it fails with 53100, and the database goes on', async () => {
+    const dir = tempDir()
+    try {
+      db = await PGlite.create({ dataDir: dir, maxMemory: CEILING })
+      await db.exec('create table kept (n int); insert into kept values (1)')
+      await expect(db.exec(`copy (select repeat('x', 1000) from generate_series(1, 400000)) to '/tmp/big.txt'`)).rejects.toMatchObject({
+        code: '53100',
+        message: 'could not write to COPY file: No space left on device',
+      })
+      expect((await db.query('select n from kept')).rows).toEqual([{ n: 1 }])
+      // A file that fits is written.
+      await db.exec(`copy (select 1) to '/tmp/small.txt'`)
+      await db.close()
+      db = undefined
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 120_000)
 })

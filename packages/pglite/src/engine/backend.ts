@@ -20,7 +20,7 @@ import {
   type ModuleControl,
 } from './module.js'
 import { resetForRestore, restoreSnapshot, tableLength, takeSnapshot, type EngineSnapshot } from './snapshot.js'
-import { materializeTree, readTree, type DataTree } from './pgdata-tree.js'
+import { materializeTree, readTree, watchMemoryFiles, type DataTree } from './pgdata-tree.js'
 import { registerBlobDevice, type BlobDevice } from './blob-device.js'
 import { adoptTrust, guardDlopen, moduleFileRefusal, SideModuleTrust } from './side-module-guard.js'
 import { supplyMissingImports } from './missing-imports.js'
@@ -237,6 +237,7 @@ export class BlankModule {
         (m) => {
           adoptTrust(m, trust)
           control.budget.attach(m)
+          watchMemoryFiles(m)
           installFastPreload(m, assets.lazyFiles)
           Object.assign(m.ENV, env)
           blob = registerBlobDevice(m)

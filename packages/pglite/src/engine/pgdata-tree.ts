@@ -141,6 +141,17 @@ export function copiesOnWrite(mod: PostgresModule): boolean {
 }
 
 /**
+ * Counts and bounds the module's in-memory files against its memory budget
+ * from now on (and copies a shared file before its first write): for every
+ * engine, whatever holds its data directory. A directory database's data
+ * is on disk, but its `/tmp` is in memory, and a superuser's `COPY ... TO
+ * '/tmp/...'` wrote 5 GB there past a ceiling that never saw it.
+ */
+export function watchMemoryFiles(mod: PostgresModule): void {
+  installCopyOnWrite(mod)
+}
+
+/**
  * Makes MEMFS copy a shared file's contents before its first write.
  * Both entry points are wrapped: file streams use `ops_table.file.stream.write`
  * (built at the first node creation), msync of shared mmaps calls
