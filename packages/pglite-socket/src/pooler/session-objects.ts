@@ -1,6 +1,6 @@
 import type { EngineLease } from '@pgwasm/pglite'
 import type { OthersObjects } from '../sql/own-scope.js'
-import { mentions } from '../sql/byte-scan.js'
+import { mentionsAny } from '../sql/byte-scan.js'
 import { quoteIdent } from '../sql/quoting.js'
 import { dropTempRelations, RELATION_KIND } from '../sql/temp-relations.js'
 import { concat, queryMessage, readRows } from '../wire/wire.js'
@@ -33,17 +33,11 @@ const READ = queryMessage(
  * SQL are not seen: they stay until the engine's session ends.
  */
 export function sessionObjectsMayChange(bytes: Uint8Array, from: number, to: number): boolean {
-  return (
-    mentions(bytes, from, to, 'temp') ||
-    mentions(bytes, from, to, 'temporary') ||
-    mentions(bytes, from, to, 'pg_temp') ||
-    mentions(bytes, from, to, 'declare') ||
-    mentions(bytes, from, to, 'prepare') ||
-    // Dropped ones too: a name its owner closed must not stay its owner's when another client takes it.
-    mentions(bytes, from, to, 'close') ||
-    mentions(bytes, from, to, 'deallocate')
-  )
+  return mentionsAny(bytes, from, to, SESSION_OBJECT_WORDS)
 }
+
+/** Words of SQL that makes or drops such objects; dropped ones too, so that a name its owner closed does not stay its owner's. */
+const SESSION_OBJECT_WORDS = ['temp', 'temporary', 'pg_temp', 'declare', 'prepare', 'close', 'deallocate']
 
 /** Who made each session-wide object, among the clients of one multiplexer. */
 export class SessionObjects<Client> {

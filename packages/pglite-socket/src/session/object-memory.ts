@@ -86,7 +86,7 @@ export class LeaseObjectMemory {
    *   that read fails when the batch left the engine out of memory, and the
    *   statement would outlive its client.
    */
-  constructor(readonly claim: (key: string) => void = () => {}) {}
+  constructor(readonly claim: (key: string) => void) {}
 
   /** The utility rules' objectMade (`prepared`: a PREPARE's name): asked while this client's batch runs on the engine, and only then. */
   readonly made = (prepared?: string): UtilityRefusal | undefined => {

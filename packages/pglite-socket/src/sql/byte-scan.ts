@@ -12,6 +12,30 @@ export function mentions(bytes: Uint8Array, from: number, to: number, lower: str
   return false
 }
 
+/**
+ * Whether `bytes[from, to)` holds any of the words `lowers` (as {@link
+ * mentions} finds one), in one pass over the bytes however many words.
+ */
+export function mentionsAny(bytes: Uint8Array, from: number, to: number, lowers: readonly string[]): boolean {
+  let i = from
+  while (i < to) {
+    if (!isWordByte(bytes[i]!)) {
+      i++
+      continue
+    }
+    let end = i + 1
+    while (end < to && isWordByte(bytes[end]!)) end++
+    for (const word of lowers) if (end - i === word.length && sameWord(bytes, i, word)) return true
+    i = end
+  }
+  return false
+}
+
+function sameWord(bytes: Uint8Array, at: number, lower: string): boolean {
+  for (let k = 0; k < lower.length; k++) if (toLower(bytes[at + k]!) !== lower.charCodeAt(k)) return false
+  return true
+}
+
 function toLower(b: number): number {
   return b >= 0x41 && b <= 0x5a ? b | 0x20 : b
 }

@@ -260,7 +260,6 @@ function inlineChecks(
         locals.uleb()
         locals.u8()
       }
-      if (found.some((at) => at < locals.at)) throw new Error('an interrupt check inside local declarations')
       parts.push(input.subarray(start, locals.at), Uint8Array.from(entry))
       from = locals.at
     }

@@ -142,22 +142,15 @@ export function copiesOnWrite(mod: PostgresModule): boolean {
 
 /**
  * Counts and bounds the module's in-memory files against its memory budget
- * from now on (and copies a shared file before its first write): for every
- * engine, whatever holds its data directory. A directory database's data
- * is on disk, but its `/tmp` is in memory, and a superuser's `COPY ... TO
- * '/tmp/...'` wrote 5 GB there past a ceiling that never saw it.
+ * from now on, and makes MEMFS copy a shared file's contents before its
+ * first write. Every engine gets it, whatever holds its data directory: a
+ * directory database's data is on disk, but its `/tmp` is in memory, and a
+ * superuser's `COPY ... TO '/tmp/...'` wrote 5 GB there past a ceiling that
+ * never saw it. Both entry points are wrapped: file streams use
+ * `ops_table.file.stream.write` (built at the first node creation), msync
+ * of shared mmaps calls `stream_ops.write` directly.
  */
 export function watchMemoryFiles(mod: PostgresModule): void {
-  installCopyOnWrite(mod)
-}
-
-/**
- * Makes MEMFS copy a shared file's contents before its first write.
- * Both entry points are wrapped: file streams use `ops_table.file.stream.write`
- * (built at the first node creation), msync of shared mmaps calls
- * `stream_ops.write` directly.
- */
-function installCopyOnWrite(mod: PostgresModule): void {
   const memfs = mod.MEMFS
   if (cowInstalled.has(memfs)) return
   cowInstalled.add(memfs)
@@ -401,5 +394,5 @@ export function materializeTree(mod: PostgresModule, root: string, tree: DataTre
       node.pgwasmShared = true
     }
   }
-  installCopyOnWrite(mod)
+  watchMemoryFiles(mod)
 }
