@@ -250,9 +250,12 @@ describe("another client's WITH HOLD cursor, named plainly, escaped and through 
     const owner = await served.connect()
     const other = await served.connect()
     await owner.query('declare held cursor with hold for select g from generate_series(1, 5) g')
+    await other.query(`create function peek() returns void language plpgsql set work_mem = '8MB' as $$ begin execute 'move 1 in held'; end $$`)
     const attacks = [
       'fetch 1 from held',
       'fetch 1 from "held"',
+      `fetch 1 from ${unicodeEscaped('held')}`,
+      'select peek()',
       'move 1 in held',
       'close "held"',
       `do $$ begin execute 'close held'; end $$`,

@@ -2,6 +2,7 @@ import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { within } from '@pgwasm/test-support/async'
 import { HOST } from '@pgwasm/test-support/net'
+import { unicodeEscaped } from './attacks.js'
 import { Cli, endQuietly } from './helpers.js'
 
 /*
@@ -45,10 +46,14 @@ describe('a prepared transaction and a conflicting write, through the server', (
     await a.query('begin')
     await a.query('insert into lk values (1)')
     await a.query(`prepare transaction 'g'`)
+    // A function whose SET clause asks for a long lock_timeout waits no more than the rest.
+    await b.query(`create function put_one() returns void language sql set lock_timeout = '60s' as $$ insert into lk values (1) $$`)
     for (const [client, sql] of [
       [a, 'insert into lk values (1)'],
       [b, 'insert into "lk" values (1)'],
+      [b, `insert into ${unicodeEscaped('lk')} values (1)`],
       [b, `do $$ begin execute format('insert into %I values (1)', 'lk'); end $$`],
+      [b, 'select put_one()'],
     ] as const) {
       await expect(within(client.query(sql), 10_000, sql)).rejects.toMatchObject(LOCKED)
     }

@@ -16,7 +16,9 @@ import { rejection } from './helpers.js'
 const CONFLICTS: Readonly<Record<string, string>> = {
   'a plain insert': 'insert into lk values (1)',
   'an insert through an escaped name': 'insert into "lk" values (1)',
+  'an insert through a Unicode-escaped name': 'insert into U&"\\006c\\006b" values (1)',
   'an insert run as dynamic SQL': `do $$ begin execute format('insert into %I values (1)', 'lk'); end $$`,
+  "an insert in a function whose SET clause asks for a long lock_timeout": 'select put_one()',
   'an insert that skips conflicts (it must wait to learn whether there is one)': 'insert into lk values (1) on conflict do nothing',
 }
 
@@ -33,6 +35,7 @@ describe('a write that conflicts with a prepared transaction, in process', () =>
     db = await PGlite.create({ postgresqlConf: { max_prepared_transactions: 4 } })
     // Separate calls: one exec's statements run as one transaction, which PREPARE TRANSACTION would take with it.
     await db.exec('create table lk (id int primary key); create table other (n int)')
+    await db.exec(`create function put_one() returns void language sql set lock_timeout = '60s' as $$ insert into lk values (1) $$`)
     await db.exec(`begin; insert into lk values (1); prepare transaction 'g'`)
   })
   afterAll(async () => {
