@@ -48,6 +48,17 @@ export default defineConfig({
       },
       {
         test: {
+          // The engine built from Debian sources (`pnpm engine`); skipped when it
+          // is not built, except under CI=true (.ci/run builds it).
+          name: 'engine',
+          root: 'packages/engine',
+          include: ['tests/**/*.test.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 300_000,
+        },
+      },
+      {
+        test: {
           name: 'benchmark',
           root: 'benchmark',
           include: ['tests/**/*.test.ts'],

@@ -129,7 +129,7 @@ if (process.env.PGWASM_NODE24 !== '0') {
   // The packages' tests only: the benchmark's smoke run (7-8 minutes of one
   // worker at its tiny scale) runs the same suites' code as on Node 20, and
   // leaving it out keeps the whole CI run within its 30 minutes.
-  const packagesOnly = ['pglite', 'pglite-socket', 'pglite-prisma']
+  const packagesOnly = ['pglite', 'pglite-socket', 'pglite-prisma', 'engine']
   // The browser suites test Chromium, Firefox and WebKit, whose engines Node's version does not change: once is enough.
   const browsersOnce = ['browser*.test.ts', 'firefox.test.ts', 'webkit.test.ts'].flatMap((file) => ['--exclude', `**/tests/${file}`])
   if (bin) ok = (await run(bin, `Node ${NODE24}`, { TORTURE_ROUNDS: process.env.TORTURE_ROUNDS ?? '10' }, packagesOnly, browsersOnce)) && ok

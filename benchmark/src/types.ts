@@ -1,6 +1,6 @@
 /** Shapes shared by the CLI, the suite children, the report and the test. */
 
-export const SUITES = ['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser'] as const
+export const SUITES = ['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser', 'engine'] as const
 export type SuiteName = (typeof SUITES)[number]
 
 /** `ok`: measured; `skipped`: an anchor that could not run here; `not built`: our side does not exist yet; `failed`: it ran and threw. */

@@ -2,11 +2,14 @@ import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { findBuiltEngine } from '@pgwasm/engine'
+import { isCI } from '@pgwasm/test-support/required-tools'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { killGroup } from '../src/harness.js'
 import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
+import { ENGINE_CASES, ENGINE_PATHS, OURS as ENGINE_OURS, PGLITE as ENGINE_PGLITE } from '../src/suites/engine.js'
 import { BROWSER_CASES, BROWSER_PATHS, FIREFOX_CASES, FIREFOX_PATHS, TAB_FAILOVER, WEBKIT_CASES, WEBKIT_PATHS } from '../src/suites/browser.js'
 import { FIRST_VISIT_CASES, FIRST_VISIT_PATHS } from '../src/suites/browser-first-visit.js'
 import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
@@ -43,6 +46,7 @@ const EXPECTED: Record<SuiteName, { cases: string[]; paths: string[] }> = {
   prisma: { cases: [...PRISMA_CASES], paths: PRISMA_PATHS },
   live: { cases: LIVE_CASES, paths: LIVE_PATHS },
   browser: { cases: BROWSER_CASES, paths: BROWSER_PATHS },
+  engine: { cases: ENGINE_CASES.map((c) => c.name), paths: ENGINE_PATHS },
 }
 
 function nativeAvailable(): boolean {
@@ -106,7 +110,7 @@ describe('pnpm bench at a tiny scale', () => {
     expect(result.environment.node).toBe(process.version)
     expect(result.environment.versions['@electric-sql/pglite']).toBe('0.5.16')
     expect(result.environment.versions['@electric-sql/pglite (under pglite-socket)']).toBe('0.5.16')
-    expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser'])
+    expect(result.suites.map((s) => s.suite)).toEqual(['startup', 'rtt', 'speedtest', 'socket', 'prisma', 'live', 'browser', 'engine'])
   })
 
   it('browser: the Firefox and WebKit store rows and the first-visit rows are present, measured or explained', () => {
@@ -164,6 +168,11 @@ describe('pnpm bench at a tiny scale', () => {
     mustRun('socket', 'pglite-socket')
     for (const r of rowsOf('prisma').filter((row) => row.path === OURS)) expect(r.status, `${r.case} | ${r.path}: ${r.reason}`).toBe('ok')
     mustRun('prisma', 'pglite-prisma-adapter')
+    // Our own engine: .ci/run builds it before the tests; elsewhere its rows say `not built` until `pnpm engine`.
+    const engineBuilt = findBuiltEngine() !== undefined || isCI()
+    for (const r of rowsOf('engine').filter((row) => row.path === ENGINE_PGLITE || (engineBuilt && row.path === ENGINE_OURS))) {
+      expect(r.status, `engine: ${r.case} | ${r.path}: ${r.reason}`).toBe('ok')
+    }
     // Ours again on the bridge's Node: measured when the bridge ran in another process, else skipped with the reason.
     for (const r of rowsOf('prisma').filter((row) => row.path === OURS_BRIDGE_NODE)) {
       if (r.status !== 'ok') {
