@@ -9,7 +9,7 @@
 //   --jobs N   make's parallelism (default: the number of CPUs)
 //   --keep     keep the work directory (source, objects, logs) afterwards
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -57,7 +57,9 @@ async function main(): Promise<void> {
   const root = cacheRoot()
   const pins = readPins()
   const jobs = Number(values.jobs ?? availableParallelism())
-  const workDir = join(root, 'work', `${key}${values.verify ? '-verify' : ''}`)
+  // One fixed place, whatever the cache's: PostgreSQL records its compiler
+  // flags (pg_config, pg_config()), and those name the work directory.
+  const workDir = join(process.env.PGWASM_ENGINE_WORK || '/tmp/pgwasm-engine-work', key)
   rmSync(workDir, { recursive: true, force: true })
   mkdirSync(workDir, { recursive: true })
   console.log(`engine: building ${key} (PostgreSQL ${pins.postgresql.version}, Emscripten ${pins.emscripten.version}) in ${workDir}`)
@@ -97,7 +99,13 @@ async function main(): Promise<void> {
   writeFileSync(join(staged, 'build-info.json'), `${JSON.stringify(info, null, 2)}\n`)
   rmSync(target, { recursive: true, force: true })
   mkdirSync(join(root, 'builds'), { recursive: true })
-  renameSync(staged, target)
+  try {
+    renameSync(staged, target)
+  } catch (error) {
+    // The work directory may be on another file system (/tmp as tmpfs).
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error
+    cpSync(staged, target, { recursive: true })
+  }
   if (!values.keep) rmSync(workDir, { recursive: true, force: true })
   const wasm = statSync(join(target, 'bin', 'postgres.wasm')).size
   console.log(`engine: built ${target} (postgres.wasm ${(wasm / 1048576).toFixed(1)} MiB) in ${Object.values(steps).reduce((a, b) => a + b, 0).toFixed(0)} s`)
