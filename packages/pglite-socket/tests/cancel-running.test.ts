@@ -211,11 +211,12 @@ describe('the cancel helper', () => {
       void a.query('select pg_sleep(30)').catch(() => {})
       await new Promise((resolve) => setTimeout(resolve, 300))
       for (let i = 0; i < 4; i++) {
-        const c = new pg.Client({ host: HOST, port, user: 'postgres', connectionTimeoutMillis: 5_000 })
+        // Generous: on a loaded CI machine the helper's handshakes took over 5 s; what is tested is the helper's end.
+        const c = new pg.Client({ host: HOST, port, user: 'postgres', connectionTimeoutMillis: 20_000 })
         c.on('error', () => {})
         waiting.push(c)
       }
-      await within(Promise.all(waiting.map((c) => c.connect())), 10_000, 'clients the helper lets in while the server is busy')
+      await within(Promise.all(waiting.map((c) => c.connect())), 25_000, 'clients the helper lets in while the server is busy')
       // tsx's esbuild is a child too: the helper is the node child with its small heap.
       const helpers = childrenOf(first.child.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('--max-old-space-size=32'))
       expect(helpers).toHaveLength(1)
