@@ -1,8 +1,7 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { findBuiltEngine } from '@pgwasm/engine'
+import { findBuiltEngine, initCluster, runSingleUser } from '@pgwasm/engine'
 import { connectNative, loadPglite } from '../anchors.js'
 import { errorText, type SuiteRun } from '../harness.js'
 
@@ -61,17 +60,10 @@ function runOurs(statements: ReturnType<typeof plan>): number[] {
   const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-engine-'))
   try {
     const data = join(work, 'data')
-    const init = spawnSync(process.execPath, [engine.initdb, '-D', data, '-U', 'postgres', '--locale=C', '--encoding=UTF8', '--auth=trust', '--no-sync'], {
-      encoding: 'utf8',
-      env: { ...process.env, TZ: 'UTC' },
-    })
+    const init = initCluster(engine, data, ['--no-sync'])
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.trim().split('\n').slice(-2).join(' / ')}`)
     const input = [...SETUP, ...statements.map((s) => s.sql)].map((sql) => `${sql};\n`).join('')
-    const backend = spawnSync(process.execPath, [engine.postgres, '--single', '-D', data, '-c', 'io_method=sync', 'postgres'], {
-      input,
-      encoding: 'utf8',
-      maxBuffer: 64 << 20,
-    })
+    const backend = runSingleUser(engine, data, input)
     const times = [...backend.stdout.matchAll(/ms = "([\d.]+)"/g)].map((m) => Number(m[1]))
     if (times.length !== statements.length) throw new Error(`the backend printed ${times.length} of ${statements.length} times: ${backend.stderr.trim().slice(-300)}`)
     return times

@@ -2,29 +2,22 @@
 // programs under Node: initdb makes a cluster, the backend answers SQL in
 // single-user mode. Without a built engine these tests skip, except under
 // CI=true, where .ci/run builds it first and a missing engine fails the run.
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { isCI } from '@pgwasm/test-support/required-tools'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { engineKey, findBuiltEngine } from '../src/index.js'
+import { engineKey, findBuiltEngine, initCluster, runSingleUser } from '../src/index.js'
 
 const engine = findBuiltEngine()
 if (!engine && isCI()) {
   throw new Error(`the engine ${engineKey()} is not built; .ci/run builds it with \`pnpm engine\` before the tests`)
 }
 
-/** Runs one of the engine's programs under this Node; its stdin is `input`. */
-function runProgram(program: string, args: string[], input = '', env: NodeJS.ProcessEnv = {}) {
-  const result = spawnSync(process.execPath, [program, ...args], { input, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 })
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
-}
-
 /** Single-user mode: one statement per line, results printed as `name = "value"`. */
 function single(dataDir: string, sql: string) {
-  return runProgram(engine!.postgres, ['--single', '-D', dataDir, '-c', 'io_method=sync', 'postgres'], sql)
+  return runSingleUser(engine!, dataDir, sql)
 }
 
 describe.skipIf(!engine)('the engine built from Debian sources', () => {
@@ -32,8 +25,7 @@ describe.skipIf(!engine)('the engine built from Debian sources', () => {
 
   beforeAll(() => {
     dataDir = join(mkdtempSync(join(tmpdir(), 'pgwasm-engine-')), 'data')
-    // TZ set: initdb otherwise reads every zone file on the host to guess one.
-    const init = runProgram(engine!.initdb, ['-D', dataDir, '-U', 'postgres', '--locale=C', '--encoding=UTF8', '--auth=trust'], '', { TZ: 'UTC' })
+    const init = initCluster(engine!, dataDir)
     expect(init.stderr + init.stdout).toContain('Success')
     expect(init.status).toBe(0)
   }, 300_000)
