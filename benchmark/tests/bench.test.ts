@@ -9,7 +9,7 @@ import { killGroup } from '../src/harness.js'
 import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
-import { ENGINE_CASES, ENGINE_PATHS, OURS as ENGINE_OURS, PGLITE as ENGINE_PGLITE } from '../src/suites/engine.js'
+import { ENGINE_CASES, ENGINE_PATHS, OURS as ENGINE_OURS, OURS_IN_PROCESS, PGLITE as ENGINE_PGLITE, WIRE_CASE, WIRE_PATHS } from '../src/suites/engine.js'
 import { BROWSER_CASES, BROWSER_PATHS, FIREFOX_CASES, FIREFOX_PATHS, TAB_FAILOVER, WEBKIT_CASES, WEBKIT_PATHS } from '../src/suites/browser.js'
 import { FIRST_VISIT_CASES, FIRST_VISIT_PATHS } from '../src/suites/browser-first-visit.js'
 import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
@@ -172,6 +172,11 @@ describe('pnpm bench at a tiny scale', () => {
     const engineBuilt = findBuiltEngine() !== undefined || isCI()
     for (const r of rowsOf('engine').filter((row) => row.path === ENGINE_PGLITE || (engineBuilt && row.path === ENGINE_OURS))) {
       expect(r.status, `engine: ${r.case} | ${r.path}: ${r.reason}`).toBe('ok')
+    }
+    // The wire case's own paths: the published engine's two hosts always, ours once built.
+    for (const path of WIRE_PATHS.filter((p) => p !== OURS_IN_PROCESS || engineBuilt)) {
+      const r = rowsOf('engine').find((row) => row.case === WIRE_CASE && row.path === path)
+      expect(r?.status, `engine: ${WIRE_CASE} | ${path}: ${r?.reason}`).toBe('ok')
     }
     // Ours again on the bridge's Node: measured when the bridge ran in another process, else skipped with the reason.
     for (const r of rowsOf('prisma').filter((row) => row.path === OURS_BRIDGE_NODE)) {

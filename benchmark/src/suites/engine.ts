@@ -2,8 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findBuiltEngine, initCluster, runSingleUser } from '@pgwasm/engine'
-import { connectNative, loadPglite } from '../anchors.js'
-import { errorText, type SuiteRun } from '../harness.js'
+import { InProcessBackend } from '@pgwasm/engine/in-process'
+import { serialize } from 'pg-protocol'
+import { connectNative, loadOurs, loadPglite, type PgliteLike } from '../anchors.js'
+import { errorText, timeInterleaved, type SuiteRun, type TimedPath } from '../harness.js'
+import { bindDescribeExecuteSync, parseNamed, ReplyScanner } from '../protocol.js'
 
 /**
  * The engines themselves, without any host around them: the same statements
@@ -20,6 +23,22 @@ export const OURS = 'our engine (Debian sources)'
 export const PGLITE = 'PGlite 0.5.16 engine'
 export const NATIVE = 'native pg'
 export const ENGINE_PATHS = [OURS, PGLITE, NATIVE]
+
+/**
+ * The wire case: a prepared primary-key lookup (Bind, Describe, Execute,
+ * Sync) per call, in this process. Ours is the in-process engine
+ * (lib/postgres.mjs) behind its minimal test host; the anchors are the
+ * published engine behind pgwasm's core, which the in-process engine is to
+ * replace, and behind PGlite's own host.
+ */
+export const WIRE_CASE = 'prepared pk lookup over the wire, in process'
+export const OURS_IN_PROCESS = 'our engine in process'
+export const CORE_PUBLISHED = 'pgwasm core, published engine'
+export const PGLITE_HOST = 'PGlite 0.5.16'
+export const WIRE_PATHS = [OURS_IN_PROCESS, CORE_PUBLISHED, PGLITE_HOST]
+const WIRE_ROWS = 10_000
+const WIRE_SETUP = `create table kv (id int primary key, v text); insert into kv select g, md5(g::text) from generate_series(1, ${WIRE_ROWS}) g`
+const WIRE_SELECT = 'select v from kv where id = $1'
 
 interface EngineCase {
   name: string
@@ -83,6 +102,86 @@ async function runThrough(db: Queryable, statements: ReturnType<typeof plan>): P
   return times
 }
 
+/** A round trip that checks its reply for errors and its ReadyForQuery. */
+function checkedCall(send: (bytes: Uint8Array, scanner: ReplyScanner) => Promise<void> | void): () => Promise<void> {
+  const scanner = new ReplyScanner()
+  let i = 0
+  return async () => {
+    scanner.reset()
+    await send(bindDescribeExecuteSync([(i++ % WIRE_ROWS) + 1], 'pk'), scanner)
+    if (scanner.errors > 0 || scanner.readyCount !== 1) throw new Error(scanner.firstError ?? `${scanner.readyCount} ReadyForQuery`)
+  }
+}
+
+async function wirePaths(s: SuiteRun, opened: Array<() => void | Promise<void>>): Promise<{ paths: TimedPath[]; failed: Map<string, string> }> {
+  const paths: TimedPath[] = []
+  const failed = new Map<string, string>()
+  const engine = findBuiltEngine()
+  if (!engine) failed.set(OURS_IN_PROCESS, 'not built')
+  else {
+    try {
+      const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-wire-'))
+      opened.push(() => rmSync(work, { recursive: true, force: true }))
+      const data = join(work, 'data')
+      const init = initCluster(engine, data, ['--no-sync'])
+      if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.trim().split('\n').slice(-2).join(' / ')}`)
+      const backend = await InProcessBackend.start(engine, data, { settings: { fsync: 'off' } })
+      opened.push(() => backend.close())
+      const setup = new ReplyScanner()
+      setup.feed(backend.exec(Buffer.concat([serialize.query(WIRE_SETUP), parseNamed('pk', WIRE_SELECT)])))
+      if (setup.errors > 0) throw new Error(setup.firstError)
+      paths.push({ path: OURS_IN_PROCESS, fn: checkedCall((bytes, scanner) => scanner.feed(backend.exec(bytes))) })
+    } catch (err) {
+      failed.set(OURS_IN_PROCESS, errorText(err))
+    }
+  }
+  for (const [path, load] of [
+    [CORE_PUBLISHED, loadOurs],
+    [PGLITE_HOST, loadPglite],
+  ] as const) {
+    const loaded = await load()
+    if (!loaded.ok) {
+      failed.set(path, loaded.reason)
+      continue
+    }
+    try {
+      const db: PgliteLike = await loaded.value.create()
+      opened.push(() => db.close())
+      await db.exec(WIRE_SETUP)
+      const setup = new ReplyScanner()
+      await db.execProtocolRawStream(parseNamed('pk', WIRE_SELECT), { onRawData: setup.feed })
+      if (setup.errors > 0) throw new Error(setup.firstError)
+      paths.push({ path, fn: checkedCall((bytes, scanner) => db.execProtocolRawStream(bytes, { onRawData: scanner.feed })) })
+    } catch (err) {
+      failed.set(path, errorText(err))
+    }
+  }
+  s.progress(`${WIRE_CASE}: ${paths.length} paths ready`)
+  return { paths, failed }
+}
+
+async function runWire(s: SuiteRun, runs: number): Promise<void> {
+  const calls = Math.max(200, Math.round(3000 * s.config.scale)) * runs
+  const opened: Array<() => void | Promise<void>> = []
+  try {
+    const { paths, failed } = await wirePaths(s, opened)
+    const timed = await timeInterleaved(paths, { iterations: calls, warmup: Math.max(100, Math.round(calls / 10)), rounds: 5 })
+    for (const path of WIRE_PATHS) {
+      const base = { case: WIRE_CASE, path, side: path === OURS_IN_PROCESS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(path === OURS_IN_PROCESS ? {} : { vs: OURS_IN_PROCESS }) }
+      const result = timed.get(path)
+      const reason = failed.get(path)
+      if (reason === 'not built') s.mark({ ...base, status: 'not built', reason: 'run `pnpm engine` first' })
+      else if (reason !== undefined) s.mark({ ...base, status: 'failed', reason })
+      else if (result instanceof Error) s.mark({ ...base, status: 'failed', reason: errorText(result) })
+      else if (result) s.add({ ...base, samples: result })
+    }
+    s.ratio(`${WIRE_CASE}: ours / pgwasm core on the published engine`, { case: WIRE_CASE, path: OURS_IN_PROCESS }, { case: WIRE_CASE, path: CORE_PUBLISHED })
+    s.ratio(`${WIRE_CASE}: ours / PGlite`, { case: WIRE_CASE, path: OURS_IN_PROCESS }, { case: WIRE_CASE, path: PGLITE_HOST })
+  } finally {
+    for (const close of opened.reverse()) await close()
+  }
+}
+
 export async function run(s: SuiteRun): Promise<void> {
   const cfg = s.config
   const runs = cfg.iterations ?? 5
@@ -94,6 +193,8 @@ export async function run(s: SuiteRun): Promise<void> {
     `Ours is \`pnpm engine\`'s build run as PostgreSQL's single-user backend under Node (no core yet); PGlite's published engine runs through PGlite in this process; native through pg.`,
     `Per case: ${warmup} discarded run(s), then ${runs} timed, in one session per engine.`,
   )
+
+  if (s.wants(WIRE_CASE)) await runWire(s, runs)
 
   const results = new Map<string, number[] | string>()
   try {

@@ -82,3 +82,40 @@ export const BACKEND_LINK_FLAGS = ['-sMAIN_MODULE=1']
  * starts): the host's files directly, process exit at the end, a #! line.
  */
 export const NODE_TOOL_LINK_FLAGS = ['-sNODERAWFS=1', '-sEXIT_RUNTIME=1', '-sEXECUTABLE=1']
+
+/**
+ * The in-process engine: the backend linked as an ES module that a host
+ * (the core, a test) loads and drives, its files in the module's own memory
+ * file system, one frontend message per call (host/wire-session.c).
+ */
+export const IN_PROCESS_LINK_FLAGS = [
+  '-sMAIN_MODULE=1',
+  // An ES module exporting a factory; the host calls pgwasm_start itself.
+  '-sMODULARIZE=1',
+  '-sEXPORT_ES6=1',
+  '-sEXPORT_NAME=createPostgres',
+  '-sINVOKE_RUN=0',
+  // The runtime outlives main(): the session goes on after startup returns.
+  '-sEXIT_RUNTIME=0',
+  // The host writes the install tree and the cluster into MEMFS.
+  '-sFORCE_FILESYSTEM=1',
+  // The wire's read and write are host functions added to the table.
+  '-sALLOW_TABLE_GROWTH=1',
+  '-sEXPORTED_RUNTIME_METHODS=FS,ENV,HEAPU8,addFunction,removeFunction,UTF8ToString,stringToUTF8,lengthBytesUTF8',
+  // The C the host calls (host/wire-session.c and two of PostgreSQL's own).
+  `-sEXPORTED_FUNCTIONS=${[
+    'malloc',
+    'free',
+    'pgwasm_set_wire',
+    'pgwasm_start',
+    'pgwasm_message',
+    'pgwasm_flush',
+    'pgwasm_exit',
+    'pq_buffer_remaining_data',
+    'IsTransactionBlock',
+  ]
+    .map((name) => `_${name}`)
+    .join(',')}`,
+  // main() is reached through pgwasm_start, not run by the runtime.
+  '-Wno-unused-main',
+]

@@ -5,9 +5,9 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync }
 import { join } from 'node:path'
 import { PACKAGE_DIR } from '../src/engine-key.js'
 import { download } from './downloads.js'
-import { BACKEND_LINK_FLAGS, CONFIGURE_ARGS, CPP_FLAGS, LINK_FLAGS, NODE_TOOL_LINK_FLAGS, compileFlags } from './flags.js'
+import { BACKEND_LINK_FLAGS, CONFIGURE_ARGS, CPP_FLAGS, IN_PROCESS_LINK_FLAGS, LINK_FLAGS, NODE_TOOL_LINK_FLAGS, compileFlags } from './flags.js'
 import type { Pins } from './pins.js'
-import { run, step } from './steps.js'
+import { capture, run, step } from './steps.js'
 import type { Toolchain } from './toolchain.js'
 
 export interface PostgresBuild {
@@ -31,6 +31,12 @@ const LINKED_HOST_FILES = ['identity.c', 'node-processes.c', 'no-sysv-ipc.c', 'p
 
 /** libc entry points the host C wraps (identity.c, private-mappings.c, node-processes.c). */
 const WRAPPED = ['getuid', 'geteuid', 'stat', 'lstat', 'fstat', 'fstatat', 'mmap', 'system']
+
+/** The in-process engine runs no host commands: no node-processes.c, and its wire is host/wire-session.c. */
+const IN_PROCESS_HOST_FILES = ['identity.c', 'no-sysv-ipc.c', 'private-mappings.c']
+const IN_PROCESS_WRAPPED = ['getuid', 'geteuid', 'stat', 'lstat', 'fstat', 'fstatat', 'mmap', 'recv', 'send', 'getsockname']
+
+const wrapFlag = (names: string[]) => `-Wl,${names.map((name) => `--wrap=${name}`).join(',')}`
 
 /** Builds PostgreSQL and returns the staged install's root (bin, lib, share). */
 export async function buildPostgres(build: PostgresBuild): Promise<string> {
@@ -89,7 +95,7 @@ export async function buildPostgres(build: PostgresBuild): Promise<string> {
     ...NODE_TOOL_LINK_FLAGS,
     '--pre-js',
     join(hostDir, 'node-tool-pre.js'),
-    `-Wl,${WRAPPED.map((name) => `--wrap=${name}`).join(',')}`,
+    wrapFlag(WRAPPED),
     ...hostObjects,
   ]
   const make = (dir: string, args: string[], logName: string, parallel = true) =>
@@ -127,6 +133,31 @@ export async function buildPostgres(build: PostgresBuild): Promise<string> {
     copyFileSync(join(buildDir, 'src/backend/postgres.wasm'), join(stageDir, 'pgwasm/bin/postgres.wasm'))
     copyFileSync(join(buildDir, 'src/bin/initdb/initdb.wasm'), join(stageDir, 'pgwasm/bin/initdb.wasm'))
   })
+  await step('link the in-process engine', async () => {
+    // wire-session.c compiles tcop/postgres.c into itself, so it is built
+    // in tcop's directory with tcop's flags, the source directory on the
+    // include path; its object takes the place of postgres.o.
+    const tcop = join(buildDir, 'src/backend/tcop')
+    symlinkSync(join(hostDir, 'wire-session.c'), join(tcop, 'wire-session.c'))
+    await make('src/backend/tcop', ['wire-session.o', `COPT=-I${join(sourceDir, 'src/backend/tcop')}`], 'in-process', false)
+    // The backend's own link command, as its Makefile writes it, with these flags.
+    const hostObjects = IN_PROCESS_HOST_FILES.map((file) => join(hostDir, file.replace(/\.c$/, '.o')))
+    const flags = [...IN_PROCESS_LINK_FLAGS, wrapFlag(IN_PROCESS_WRAPPED), ...hostObjects]
+    const printed = await capture(
+      'make',
+      ['-n', '-C', join(buildDir, 'src/backend'), 'postgres', '-W', '../../src/common/libpgcommon_srv.a', `LDFLAGS_EX=${flags.join(' ')}`],
+      { cwd: buildDir, env },
+    )
+    const link = printed.split('\n').find((line) => / -o postgres$/.test(line.trim()))
+    if (!link || !/ tcop\/postgres\.o /.test(link)) throw new Error(`no link command for the backend in make's plan:\n${printed.slice(-2000)}`)
+    const output = join(stageDir, 'pgwasm/lib/postgres.mjs')
+    const command = link
+      .trim()
+      .replace(' tcop/postgres.o ', ` ${join(tcop, 'wire-session.o')} `)
+      .replace(/ -o postgres$/, ` -o ${output}`)
+    await run('sh', ['-c', command], { cwd: join(buildDir, 'src/backend'), env, log: join(logs, 'in-process.log') })
+  })
+
   const root = join(stageDir, 'pgwasm')
   if (!existsSync(join(root, 'share/postgresql/postgres.bki'))) throw new Error(`the install in ${root} has no postgres.bki`)
   return root

@@ -1,7 +1,7 @@
 // Running the build's commands: each step prints its name and how long it
 // took, each command's output goes to the step's log file, and a failure
 // shows the end of that log (a compiler error is usually in its last lines).
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { createWriteStream, readFileSync } from 'node:fs'
 
 /** A command that ended badly, with the end of what it printed. */
@@ -35,6 +35,16 @@ export async function run(command: string, args: readonly string[], options: Com
     const tail = readFileSync(options.log, 'utf8').trimEnd().split('\n').slice(-40).join('\n')
     throw new BuildStepError(`${command} ${args.slice(0, 3).join(' ')} failed (exit ${code}); the end of ${options.log}:\n${tail}`, options.log)
   }
+}
+
+/** Runs a command that only prints (make -n) and returns what it printed. */
+export function capture(command: string, args: readonly string[], options: Omit<CommandOptions, 'log'>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd: options.cwd, env: options.env ?? process.env, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new BuildStepError(`${command} ${args.slice(0, 3).join(' ')} failed: ${stderr.slice(-2000)}`, ''))
+      else resolve(stdout)
+    })
+  })
 }
 
 /** Runs one named step of the build and reports how long it took. */
