@@ -192,6 +192,7 @@ export async function run(s: SuiteRun): Promise<void> {
     'Each sample is one statement timed inside its engine (clock_timestamp() around an EXECUTE in PL/pgSQL): no start-up, protocol or host time.',
     `Ours is \`pnpm engine\`'s build run as PostgreSQL's single-user backend under Node (no core yet); PGlite's published engine runs through PGlite in this process; native through pg.`,
     `Per case: ${warmup} discarded run(s), then ${runs} timed, in one session per engine.`,
+    `${WIRE_CASE}: each sample is one whole round trip (Bind/Describe/Execute/Sync of a statement prepared once, reply scanned), in 5 interleaved rounds; ours is the in-process engine behind its minimal host (@pgwasm/engine/in-process), not yet the core.`,
   )
 
   if (s.wants(WIRE_CASE)) await runWire(s, runs)

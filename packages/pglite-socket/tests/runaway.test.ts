@@ -414,7 +414,7 @@ describe('a memory ceiling through the server', () => {
     expect((await hostile.query(`select to_regclass('junk') as junk`)).rows).toEqual([{ junk: null }])
     // Bounded: the ceiling, its margin (96 MB for the heap growth), and arrays of refused files not yet
     // collected. Measured above the server's own start: Node 20 about 1.2x the ceiling, Node 24 up to 2.7x
-    // (engine/memory-budget.ts). With the heap alone capped, this run took the server to 1.8 GB; uncapped,
+    // (engine/backend/memory-budget.ts). With the heap alone capped, this run took the server to 1.8 GB; uncapped,
     // the heap alone grows to 2 GB.
     const grownMb = ((await statusKb('VmHWM')) - baselineKb) / 1024
     expect(grownMb).toBeLessThan(3 * MAX_MB + 96)

@@ -137,16 +137,16 @@ export default async function buildBrowser({ root, dist, entries }) {
       'pgwasm:contrib-bundles': join(work, 'contrib-bundles.js'),
       ...contribVirtual,
     }
-    const nodeOnly = new Set(['./template-disk.js', '../fs/node-dir.js'])
+    const nodeOnly = new Set(['./template-disk.js', '../start/template-disk.js', '../fs/node-dir.js'])
     const browserPlugin = {
       name: 'pgwasm-browser',
       setup(b) {
         b.onResolve({ filter: /^pgwasm:/ }, (a) => ({ path: virtual[a.path] }))
         b.onResolve({ filter: /^node:/ }, (a) => ({ path: a.path, namespace: 'node-only' }))
-        b.onResolve({ filter: /^\.\.?\/(template-disk|fs\/node-dir)\.js$/ }, (a) => (nodeOnly.has(a.path) ? { path: a.path, namespace: 'node-only' } : undefined))
+        b.onResolve({ filter: /^\.\.?\/(start\/)?(template-disk|fs\/node-dir)\.js$/ }, (a) => (nodeOnly.has(a.path) ? { path: a.path, namespace: 'node-only' } : undefined))
         b.onResolve({ filter: /^\.\/engine-files\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine-files.browser.ts') }))
         b.onResolve({ filter: /^\.\/contrib-bundles\.js$/ }, (a) => ({ path: join(a.resolveDir, 'contrib-bundles.browser.ts') }))
-        b.onResolve({ filter: /^\.\/engine\/embedded-engine\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine', 'embedded-engine.browser.ts') }))
+        b.onResolve({ filter: /^\.\/engine\/loading\/embedded-engine\.js$/ }, (a) => ({ path: join(a.resolveDir, 'engine', 'loading', 'embedded-engine.browser.ts') }))
         // Reached only behind Node checks; an empty module keeps the import graph browser-clean.
         b.onLoad({ filter: /.*/, namespace: 'node-only' }, () => ({ contents: 'export {}', loader: 'js' }))
       },

@@ -4,14 +4,14 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { gzipSync } from 'node:zlib'
-import { loadAssets } from '../src/engine/assets.js'
-import type { DataTree } from '../src/engine/pgdata-tree.js'
-import { ARRAY_TYPES_SQL, getTemplate } from '../src/engine/template.js'
+import { loadAssets } from '../src/engine/loading/assets.js'
+import type { DataTree } from '../src/engine/files/pgdata-tree.js'
+import { ARRAY_TYPES_SQL, getTemplate } from '../src/engine/start/template.js'
 import { PGlite } from '../src/pglite.js'
-import { builtinRecordsOf } from '../src/engine/client-functions.js'
-import { guardRecordsOf } from '../src/engine/session-guards.js'
-import { encodeTreeImage } from '../src/engine/tree-image.js'
-import { addInterruptPolls } from '../src/engine/interrupt-polls.js'
+import { builtinRecordsOf } from '../src/engine/hooks/client-functions.js'
+import { guardRecordsOf } from '../src/engine/hooks/session-guards.js'
+import { encodeTreeImage } from '../src/engine/files/tree-image.js'
+import { addInterruptPolls } from '../src/engine/loading/interrupt-polls.js'
 
 /** ControlFileData offsets (PostgreSQL 18, src/include/catalog/pg_control.h); keep in sync with the engine's major version. */
 const STATE_OFFSET = 16

@@ -6,6 +6,6 @@
  * (README, "Serving the engine"). In Node it is the same as the package's
  * main entry: the engine is read from the package either way.
  */
-import './engine/embedded-engine.js'
+import './engine/loading/embedded-engine.js'
 
 export * from './index.js'

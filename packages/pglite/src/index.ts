@@ -9,9 +9,9 @@ export type {
 } from './pglite.js'
 export type { PGliteExtension, PGliteExtensionSetup, PGliteOptions } from './options.js'
 export type { PGliteInterface } from './interface.js'
-export type { SessionTimeouts } from './engine/backend.js'
-export type { UtilityStatement, UtilityRefusal } from './engine/utility-hook.js'
-export type { ActivityRow } from './engine/activity-report.js'
+export type { SessionTimeouts } from './engine/backend/backend-types.js'
+export type { UtilityStatement, UtilityRefusal } from './engine/hooks/utility-hook.js'
+export type { ActivityRow } from './engine/hooks/activity-report.js'
 export type { DumpCompression, DataDirArchive } from './fs/dump.js'
 export type { ContribExtension } from './extensions/contrib.js'
 export type { Results, QueryOptions, DescribeQueryResult, Field, RowMode, Notice } from './query/results.js'
@@ -25,9 +25,9 @@ export { OID, defaultParsers as parsers, defaultSerializers as serializers } fro
 export type { Parser, Serializer } from './types/index.js'
 export type { BackendMessage } from './protocol/message-sink.js'
 /** The longest frame a frontend message of each type may have (Postgres' limits); for servers that forward client bytes. */
-export { maxFrontendMessageBytes } from './engine/frontend-frames.js'
+export { maxFrontendMessageBytes } from './engine/wire/frontend-frames.js'
 /** Runs V8's full collection on a later turn (Node; a no-op elsewhere), for servers that just let go of much memory: an idle process would keep it for a while. */
-export { collectGarbageSoon } from './engine/collect-garbage.js'
+export { collectGarbageSoon } from './engine/backend/collect-garbage.js'
 // The rest of `@electric-sql/pglite`'s root exports, same names and shapes.
 export * as types from './types-export.js'
 export type { TypeHandler } from './types-export.js'

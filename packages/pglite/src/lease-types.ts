@@ -1,6 +1,6 @@
-import type { ActivityRow } from './engine/activity-report.js'
-import type { SessionTimeouts } from './engine/backend.js'
-import type { UtilityRefusal, UtilityStatement } from './engine/utility-hook.js'
+import type { ActivityRow } from './engine/hooks/activity-report.js'
+import type { SessionTimeouts } from './engine/backend/backend-types.js'
+import type { UtilityRefusal, UtilityStatement } from './engine/hooks/utility-hook.js'
 
 /** Exclusive use of the engine, from {@link PGlite.lease}. */
 export interface EngineLease {

@@ -1,5 +1,5 @@
 import { inNode } from './engine/node-builtin.js'
-import type { DataTree } from './engine/pgdata-tree.js'
+import type { DataTree } from './engine/files/pgdata-tree.js'
 import type { ContribExtension } from './extensions/contrib-types.js'
 import type { DataDirArchive } from './fs/dump.js'
 import type { Filesystem } from './fs-compat/filesystem.js'
@@ -144,7 +144,7 @@ export interface PGliteOptions {
   /** @internal Start an in-memory database from this data tree (used by `clone()`). */
   loadDataTree?: DataTree
   /** @internal Start as a memory copy of this backend (used by `clone()`). */
-  cloneOf?: import('./engine/backend.js').Backend
+  cloneOf?: import('./engine/backend/backend.js').Backend
   /** @internal Start from the state saved under this key, when there is one (used by `createCached()`). */
   savedState?: string
 }
@@ -184,7 +184,7 @@ export const IDB_ARGS: readonly string[] = ['-F', '-c', 'full_page_writes=off', 
  * 32 MB), while every clone and snapshot scans the memory below the program
  * break: ~170 MB with a 128 MB pool, ~75 MB with 32 MB.
  *
- * WAL lives in memory here too: after a checkpoint (engine/wal-checkpoints.ts)
+ * WAL lives in memory here too: after a checkpoint (engine/backend/wal-checkpoints.ts)
  * Postgres keeps as many recycled segments as `max_wal_size` allows, which
  * at initdb's 1 GB held up to 1 GB after one bulk load; 64 MB keeps four.
  *

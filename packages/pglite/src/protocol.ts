@@ -10,4 +10,4 @@
  * const inBlock = ready[0] === Backend.ReadyForQuery && ready[5] === TxStatus.InBlock
  * ```
  */
-export { Backend, FRONTEND_TYPES, Frontend, TxStatus } from './engine/message-codes.js'
+export { Backend, FRONTEND_TYPES, Frontend, TxStatus } from './engine/wire/message-codes.js'

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
-import { STREAM_FROM, streamedInput } from '../src/engine/blob-input.js'
+import { STREAM_FROM, streamedInput } from '../src/engine/files/blob-input.js'
 
 // A Blob past STREAM_FROM is read by `/dev/blob` as the engine asks for it,
 // from a thread streaming it, not copied whole first.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { copyWritten } from '../src/engine/pgdata-tree.js'
+import { copyWritten } from '../src/engine/files/pgdata-tree.js'
 import { PGlite } from '../src/index.js'
 
 /** A mostly zero array with a few written stretches, like a WAL segment partly filled. */

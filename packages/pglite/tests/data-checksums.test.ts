@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
-import { crc32c, withoutDataChecksums } from '../src/engine/control-file.js'
-import type { DataTree } from '../src/engine/pgdata-tree.js'
+import { crc32c, withoutDataChecksums } from '../src/engine/backend/control-file.js'
+import type { DataTree } from '../src/engine/files/pgdata-tree.js'
 
 // An in-memory database starts with data checksums off (control-file.ts);
 // a directory keeps them.

@@ -7,13 +7,13 @@ import { PGlite } from '../src/index.js'
 
 /**
  * What a clean close of a directory database leaves for its next open
- * (engine/clean-shutdown.ts): Postgres keeps its relation cache init files,
+ * (engine/backend/clean-shutdown.ts): Postgres keeps its relation cache init files,
  * and the catalog's array types come from the close instead of a query.
  * Trusted only when nothing started the cluster in between.
  */
 
 const MARKER = '.pgwasm-clean-shutdown'
-/** The first line of the catalog query an open runs when it knows no array types (engine/template.ts). */
+/** The first line of the catalog query an open runs when it knows no array types (engine/start/template.ts). */
 const ARRAY_TYPES_QUERY = /(statement|execute [^:]*): SELECT b\.oid::int AS elem, a\.oid::int AS arr/
 /** Every statement in the server log, which `debug: 1` sends to console.debug. */
 const LOGGED = { debug: 1, postgresqlConf: { log_statement: 'all' } } as const

@@ -80,7 +80,7 @@ describe('dumpDataDir', () => {
   it('leaves out the postmaster.pid of the running instance', async () => {
     const db = await PGlite.create()
     try {
-      const { unpackTar } = await import('../src/engine/tar.js')
+      const { unpackTar } = await import('../src/engine/files/tar.js')
       const paths = unpackTar(await bytesOf(await db.dumpDataDir('none'))).map((e) => e.path)
       expect(paths).toContain('PG_VERSION')
       expect(paths).not.toContain('postmaster.pid')

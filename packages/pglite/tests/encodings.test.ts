@@ -2,15 +2,15 @@ import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { queryFrame as rawQuery } from '@pgwasm/test-support/frontend'
 import { DatabaseError, PGlite } from '../src/index.js'
-import { ENCODING_NAMES } from '../src/engine/encoding-conversions.js'
+import { ENCODING_NAMES } from '../src/engine/hooks/encoding-conversions.js'
 import { concat, rejection } from './helpers.js'
 
 /*
  * Another client encoding, convert(), convert_to(), convert_from() and
  * COPY ... ENCODING run the engine's conversion side modules, whose helpers
- * the published build lacks (engine/encoding-conversions.ts supplies them);
+ * the published build lacks (engine/hooks/encoding-conversions.ts supplies them);
  * any other import a side module needs and nothing defines raises an ERROR
- * (engine/missing-imports.ts). Before, each of these ended the engine, and
+ * (engine/hooks/missing-imports.ts). Before, each of these ended the engine, and
  * an in-memory database with it. The expected bytes and messages were
  * checked by hand against native PostgreSQL (the conversion tables have
  * not changed for these characters since 15): every conversion of the

@@ -6,7 +6,7 @@ import { PGlite } from '../src/index.js'
  * In-memory databases with contrib side modules start from a snapshot like
  * plain ones: a later instance with the same extensions gets a module with
  * the same side modules preloaded, then the first one's started memory and
- * what Postgres had linked (engine/dynamic-links.ts). A restore is a memory
+ * what Postgres had linked (engine/start/dynamic-links.ts). A restore is a memory
  * copy, so the copy reports the same `pg_postmaster_start_time()` as the
  * instance that booted; a boot would report its own.
  */

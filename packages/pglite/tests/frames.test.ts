@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { frame } from '@pgwasm/test-support/frontend'
 import { concat } from './helpers.js'
 import { FrameScanner, validateFrontendFrames, type FrameSink } from '../src/protocol/frames.js'
-import { FRONTEND_TYPES } from '../src/engine/message-codes.js'
+import { FRONTEND_TYPES } from '../src/engine/wire/message-codes.js'
 import { ProtocolError } from '../src/errors.js'
 
 function notification(pid: number, channel: string, payload: string): Uint8Array {

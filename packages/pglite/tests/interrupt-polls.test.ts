@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { describe, expect, it } from 'vitest'
-import { addInterruptPolls, pollSlotOf, pollingSideModule } from '../src/engine/interrupt-polls.js'
+import { addInterruptPolls, pollSlotOf, pollingSideModule } from '../src/engine/loading/interrupt-polls.js'
 
 /*
  * The rewrite that makes the engine's interrupt checks poll the host
- * (engine/interrupt-polls.ts), on the pinned engine's own binaries. What it
+ * (engine/loading/interrupt-polls.ts), on the pinned engine's own binaries. What it
  * is for (stopping statements) is tested in runaway.test.ts.
  */
 const engine = readFileSync(createRequire(import.meta.url).resolve('@electric-sql/pglite/pglite.wasm'))

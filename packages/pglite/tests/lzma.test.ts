@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { LzmaDecoder, decodeLzma, decodeLzmaInSlices } from '../src/engine/lzma.js'
+import { LzmaDecoder, decodeLzma, decodeLzmaInSlices } from '../src/engine/files/lzma.js'
 
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist')
 

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { unpackTar } from '../src/engine/tar.js'
+import { unpackTar } from '../src/engine/files/tar.js'
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const PNPM = 'pnpm@10.34.8'

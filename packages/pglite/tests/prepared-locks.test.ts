@@ -10,7 +10,7 @@ import { rejection } from './helpers.js'
  * nothing could ever release them while it waits, and its WaitLatch spun
  * without calling out, so the write hung forever, deaf to cancels, timeouts
  * and AbortSignals, with the Node event loop frozen. Now such a wait fails
- * at once with 55P03 (engine/untimed-waits.ts) and the database goes on.
+ * at once with 55P03 (engine/backend/untimed-waits.ts) and the database goes on.
  */
 
 const CONFLICTS: Readonly<Record<string, string>> = {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
 import { IncompatibleDataDirError, PGlite } from '../src/index.js'
-import { unpackTar, packTar } from '../src/engine/tar.js'
+import { unpackTar, packTar } from '../src/engine/files/tar.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 

@@ -4,7 +4,7 @@ import { DatabaseError, PGlite } from '../src/index.js'
 /*
  * Statements that compute without calling out of the engine (issue
  * "runaway statements") are stopped where Postgres checks for interrupts:
- * the engine's checks poll the host (engine/interrupt-polls.ts). Before,
+ * the engine's checks poll the host (engine/loading/interrupt-polls.ts). Before,
  * each of these ran until the process was killed.
  */
 

@@ -8,7 +8,7 @@ import { rejection } from './helpers.js'
  * (issue "no way to stop a statement": "statement_timeout does not stop
  * pg_sleep either"). The engine's alarm is delivered where the engine calls
  * out to JavaScript while it works, and its interrupt checks call out every
- * 512 passes (engine/interrupt-polls.ts), so every statement does.
+ * 512 passes (engine/loading/interrupt-polls.ts), so every statement does.
  */
 
 /** The SQLSTATE `promise` rejects with (a DatabaseError), or undefined when it resolves. */

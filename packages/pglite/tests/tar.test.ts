@@ -4,8 +4,8 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
-import type { TreeEntry } from '../src/engine/pgdata-tree.js'
-import { isGzip, packTar, TarError, unpackTar } from '../src/engine/tar.js'
+import type { TreeEntry } from '../src/engine/files/pgdata-tree.js'
+import { isGzip, packTar, TarError, unpackTar } from '../src/engine/files/tar.js'
 
 const DIR = 0o040000
 const REG = 0o100000

@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { tempDir as makeTempDir } from '@pgwasm/test-support/temp-dirs'
 import { PGlite } from '../src/index.js'
-import { clearTemplateMemory, templateKey } from '../src/engine/template.js'
-import { clearSnapshotMemory } from '../src/engine/starter.js'
-import { CHECK_BYTES, readVerified, templatePath, writeAtomically } from '../src/engine/template-disk.js'
-import { decodeSnapshot, encodeSnapshot } from '../src/engine/snapshot-codec.js'
+import { clearTemplateMemory, templateKey } from '../src/engine/start/template.js'
+import { clearSnapshotMemory } from '../src/engine/start/starter.js'
+import { CHECK_BYTES, readVerified, templatePath, writeAtomically } from '../src/engine/start/template-disk.js'
+import { decodeSnapshot, encodeSnapshot } from '../src/engine/start/snapshot-codec.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..', '..')

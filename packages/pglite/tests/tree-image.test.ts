@@ -1,9 +1,9 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { loadAssets } from '../src/engine/assets.js'
-import type { DataTree } from '../src/engine/pgdata-tree.js'
-import { getTemplate } from '../src/engine/template.js'
-import { decodeTreeImage, encodeTreeImage, imageOf, unpackGzippedImage } from '../src/engine/tree-image.js'
+import { loadAssets } from '../src/engine/loading/assets.js'
+import type { DataTree } from '../src/engine/files/pgdata-tree.js'
+import { getTemplate } from '../src/engine/start/template.js'
+import { decodeTreeImage, encodeTreeImage, imageOf, unpackGzippedImage } from '../src/engine/files/tree-image.js'
 
 const DIR = 0o40700
 const FILE = 0o100600

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { tempDir } from '@pgwasm/test-support/temp-dirs'
-import { WASM_TIERING_BUDGET, tieringFlag, type TieringContext } from '../src/engine/wasm-tiering.js'
+import { WASM_TIERING_BUDGET, tieringFlag, type TieringContext } from '../src/engine/loading/wasm-tiering.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..', '..')

@@ -1,4 +1,4 @@
-import { embeddedEngine, lastAssetBase } from '../engine/asset-source.js'
+import { embeddedEngine, lastAssetBase } from '../engine/loading/asset-source.js'
 import { EngineError } from '../errors.js'
 import type { ContribExtension } from './contrib-types.js'
 

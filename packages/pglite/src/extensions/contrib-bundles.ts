@@ -1,4 +1,4 @@
-import { locateEngine } from '../engine/assets.js'
+import { locateEngine } from '../engine/loading/assets.js'
 import { EngineError } from '../errors.js'
 import type { ContribExtension } from './contrib-types.js'
 

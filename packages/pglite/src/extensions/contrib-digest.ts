@@ -1,6 +1,6 @@
 /**
  * A digest of the contrib bundles an instance installs, for the disk
- * cache's key of its snapshots (engine/contrib-disk.ts): a snapshot's
+ * cache's key of its snapshots (engine/start/contrib-disk.ts): a snapshot's
  * memory holds the side modules' data and table slots as those bytes laid
  * them out, so another build of a bundle under the same name or path must
  * not find it. Node only: browsers keep no disk cache.

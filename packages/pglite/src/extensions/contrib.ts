@@ -5,15 +5,15 @@
  * instantiated ahead, so `CREATE EXTENSION` (or `LOAD`) finds them ready.
  */
 import type { PostgresModule } from '../engine/emscripten.js'
-import type { ModulePreload } from '../engine/starter.js'
-import { PG_ROOT } from '../engine/module.js'
-import { sideModuleTrust } from '../engine/side-module-guard.js'
-import { importedSymbols, withNeededExports } from '../engine/side-module-exports.js'
-import { pollingSideModule } from '../engine/interrupt-polls.js'
+import type { ModulePreload } from '../engine/start/starter.js'
+import { PG_ROOT } from '../engine/backend/module.js'
+import { sideModuleTrust } from '../engine/hooks/side-module-guard.js'
+import { importedSymbols, withNeededExports } from '../engine/hooks/side-module-exports.js'
+import { pollingSideModule } from '../engine/loading/interrupt-polls.js'
 import { inNode } from '../engine/node-builtin.js'
-import type { TreeEntry } from '../engine/pgdata-tree.js'
-import { gunzip } from '../engine/gzip.js'
-import { unpackTar } from '../engine/tar.js'
+import type { TreeEntry } from '../engine/files/pgdata-tree.js'
+import { gunzip } from '../engine/files/gzip.js'
+import { unpackTar } from '../engine/files/tar.js'
 import { bundleBytes } from './contrib-bundles.js'
 import type { ContribExtension } from './contrib-types.js'
 import { readInstalled, saveInstalled, type InstallEntry, type PreparedInstall } from './installed-bundles.js'
@@ -123,8 +123,8 @@ function preparedInstall(contrib: readonly ContribExtension[], pollSlot: number 
 
 /**
  * The bundles' files, unpacked, and their side modules rewritten to poll
- * the host at `pollSlot` (engine/interrupt-polls.ts), with the exports
- * nothing looks up dropped (engine/side-module-exports.ts): each keeps
+ * the host at `pollSlot` (engine/loading/interrupt-polls.ts), with the exports
+ * nothing looks up dropped (engine/hooks/side-module-exports.ts): each keeps
  * what any module of the install imports.
  */
 async function fromBundles(contrib: readonly ContribExtension[], pollSlot: number | undefined): Promise<PreparedInstall> {
@@ -157,7 +157,7 @@ async function fromBundles(contrib: readonly ContribExtension[], pollSlot: numbe
  * libraries in `shared_preload_libraries` are there when Postgres starts.
  * Each side module is instantiated here, which grows the function table: a
  * snapshot of the backend then needs a module preloaded the same way
- * (engine/dynamic-links.ts).
+ * (engine/start/dynamic-links.ts).
  */
 export async function installContrib(mod: PostgresModule, contrib: readonly ContribExtension[]): Promise<void> {
   const fs = mod.FS

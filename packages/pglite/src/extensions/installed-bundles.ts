@@ -11,14 +11,14 @@
  * Keyed by a digest of the bundles' bytes (contrib-digest.ts); the poll
  * slot the modules were rewritten for is kept inside and checked.
  */
-import { readCacheEntry, writeCacheEntry } from '../engine/contrib-disk.js'
+import { readCacheEntry, writeCacheEntry } from '../engine/start/contrib-disk.js'
 import { inNode } from '../engine/node-builtin.js'
 import { contribDigest } from './contrib-digest.js'
 import type { ContribExtension } from './contrib-types.js'
 
 /**
  * Bump when what an install holds changes: the side modules' rewrite
- * (engine/interrupt-polls.ts) or trim (engine/side-module-exports.ts), or
+ * (engine/loading/interrupt-polls.ts) or trim (engine/hooks/side-module-exports.ts), or
  * this encoding.
  */
 const FORMAT = 1
@@ -32,7 +32,7 @@ export type InstallEntry =
   | { readonly kind: 'module'; readonly path: string; readonly data: Uint8Array; readonly lazy: boolean }
 
 export interface PreparedInstall {
-  /** The function-table slot the modules' interrupt checks call (engine/interrupt-polls.ts); undefined: not rewritten. */
+  /** The function-table slot the modules' interrupt checks call (engine/loading/interrupt-polls.ts); undefined: not rewritten. */
   readonly pollSlot: number | undefined
   readonly entries: readonly InstallEntry[]
 }

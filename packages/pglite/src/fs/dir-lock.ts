@@ -3,7 +3,7 @@ import { open, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { DataDirLockedError } from '../errors.js'
-import { pidExists } from '../engine/process-alive.js'
+import { pidExists } from '../engine/start/process-alive.js'
 import { holderState, ownIdentity, type ProcessIdentity } from './process-identity.js'
 
 /** The lock file of a data directory: whoever created it owns the directory. */

@@ -4,9 +4,9 @@
  * dumps move both ways between the two. Browser-safe.
  */
 import { EngineError, IncompatibleDataDirError } from '../errors.js'
-import type { DataTree, TreeEntry } from '../engine/pgdata-tree.js'
-import { gunzip, gzip } from '../engine/gzip.js'
-import { TarError, isGzip, packTar, unpackTar } from '../engine/tar.js'
+import type { DataTree, TreeEntry } from '../engine/files/pgdata-tree.js'
+import { gunzip, gzip } from '../engine/files/gzip.js'
+import { TarError, isGzip, packTar, unpackTar } from '../engine/files/tar.js'
 
 /** How `dumpDataDir` compresses: `'auto'` is gzip (every supported runtime has it). */
 export type DumpCompression = 'gzip' | 'none' | 'auto'

@@ -1,7 +1,7 @@
 import { DataDirLockedError, EngineError, IncompatibleDataDirError } from '../errors.js'
-import { CHUNK_BYTES, isZero, type FsChanges } from '../engine/memfs-journal.js'
-import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
-import { decodeTreeImage, imageOf } from '../engine/tree-image.js'
+import { CHUNK_BYTES, isZero, type FsChanges } from '../engine/files/memfs-journal.js'
+import { isDirEntry, type DataTree, type TreeEntry } from '../engine/files/pgdata-tree.js'
+import { decodeTreeImage, imageOf } from '../engine/files/tree-image.js'
 
 /**
  * Layout of the IndexedDB database, also its IndexedDB version. 1: files

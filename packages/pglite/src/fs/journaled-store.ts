@@ -1,8 +1,8 @@
 import type { PostgresModule } from '../engine/emscripten.js'
-import { MemfsJournal } from '../engine/memfs-journal.js'
-import { PGDATA } from '../engine/module.js'
-import type { DataTree } from '../engine/pgdata-tree.js'
-import type { FsChanges } from '../engine/memfs-journal.js'
+import { MemfsJournal } from '../engine/files/memfs-journal.js'
+import { PGDATA } from '../engine/backend/module.js'
+import type { DataTree } from '../engine/files/pgdata-tree.js'
+import type { FsChanges } from '../engine/files/memfs-journal.js'
 import { IdbStore } from './idb-store.js'
 import { OpfsStore } from './opfs-store.js'
 

@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, realpath, rm, stat, unlink, utimes, writeFile, chmod } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import { EngineError, IncompatibleDataDirError } from '../errors.js'
-import { isDirEntry, type DataTree } from '../engine/pgdata-tree.js'
+import { isDirEntry, type DataTree } from '../engine/files/pgdata-tree.js'
 import { LOCK_FILE, lockDataDir } from './dir-lock.js'
 import { makeDirs } from './make-dirs.js'
 

@@ -1,7 +1,7 @@
 import { EngineError, IncompatibleDataDirError } from '../errors.js'
-import { CHUNK_BYTES, type FsChanges } from '../engine/memfs-journal.js'
-import { isDirEntry, type DataTree, type TreeEntry } from '../engine/pgdata-tree.js'
-import { decodeTreeImage, treeImageParts } from '../engine/tree-image.js'
+import { CHUNK_BYTES, type FsChanges } from '../engine/files/memfs-journal.js'
+import { isDirEntry, type DataTree, type TreeEntry } from '../engine/files/pgdata-tree.js'
+import { decodeTreeImage, treeImageParts } from '../engine/files/tree-image.js'
 import { lock } from './idb-store.js'
 
 /**

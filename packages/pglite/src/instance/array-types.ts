@@ -1,4 +1,4 @@
-import { ARRAY_TYPES_SQL, type ArrayTypeRow } from '../engine/template.js'
+import { ARRAY_TYPES_SQL, type ArrayTypeRow } from '../engine/start/template.js'
 import type { QueryRunner } from '../query/runner.js'
 import { makeArrayParser, serializeArray, type Parser, type Serializer } from '../types/index.js'
 

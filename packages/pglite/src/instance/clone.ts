@@ -1,6 +1,6 @@
 /** `PGlite.clone()` in its turn: a copy of the engine's memory where it can be had, else of its files. */
-import type { Backend } from '../engine/backend.js'
-import type { DataTree } from '../engine/pgdata-tree.js'
+import type { Backend } from '../engine/backend/backend.js'
+import type { DataTree } from '../engine/files/pgdata-tree.js'
 import type { QueryRunner } from '../query/runner.js'
 
 /** What the new instance starts from. */

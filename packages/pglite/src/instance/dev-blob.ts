@@ -1,5 +1,5 @@
 /** `/dev/blob`: the `blob` query option as `COPY ... FROM` input, and what `COPY ... TO` wrote as `result.blob`. */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 
 /** Input for `COPY ... FROM '/dev/blob'` during one call. */
 export async function feedBlob(backend: Backend, blob: Blob): Promise<void> {

@@ -1,6 +1,6 @@
 /** What `close()` does with the engine. */
-import type { Backend } from '../engine/backend.js'
-import { recycleBackend } from '../engine/starter.js'
+import type { Backend } from '../engine/backend/backend.js'
+import { recycleBackend } from '../engine/start/starter.js'
 
 export interface EngineEnd {
   /** The database is stored (a directory or idb:// store), not only in memory. */

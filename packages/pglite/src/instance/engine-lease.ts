@@ -1,5 +1,5 @@
 /** `PGlite.lease()`: the instance's queue held for one caller, who runs raw execs on its one backend session. */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import type { EngineError } from '../engine/engine-error.js'
 import { ClosedError } from '../errors.js'
 import type { EngineLease } from '../lease-types.js'

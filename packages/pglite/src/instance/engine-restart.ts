@@ -4,7 +4,7 @@
  * committed transaction is kept) and the instance goes on with a new
  * session. Here: that new start, and how the death reads to the callers.
  */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import { EngineError } from '../engine/engine-error.js'
 import type { QueryRunner } from '../query/runner.js'
 import { quoteIdent } from '../quote-ident.js'

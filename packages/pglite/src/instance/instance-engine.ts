@@ -4,14 +4,14 @@
  * and started again, closing, closed). The `PGlite` class holds one and
  * delegates to it.
  */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import type { EngineError } from '../engine/engine-error.js'
-import type { ArrayTypeRow } from '../engine/template.js'
+import type { ArrayTypeRow } from '../engine/start/template.js'
 import { ClosedError } from '../errors.js'
 import type { EngineLease } from '../lease-types.js'
 import { NotifyRegistry } from '../notify.js'
 import type { ResultCollector } from '../protocol/decode.js'
-import { TxStatus } from '../engine/message-codes.js'
+import { TxStatus } from '../engine/wire/message-codes.js'
 import { stoppable, whileNotAborted } from '../query/abort.js'
 import { ExecQueue } from '../query/queue.js'
 import type { QueryOptions } from '../query/results.js'

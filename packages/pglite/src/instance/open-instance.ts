@@ -3,13 +3,14 @@
  * (memory, a directory, IndexedDB), and the start path (a clone, a saved
  * state, a snapshot, the template, a loaded dump, or Postgres booting).
  */
-import { loadAssets, locateEngine, prefetchBundledTemplate } from '../engine/assets.js'
-import { Backend, type DataDirMount } from '../engine/backend.js'
+import { loadAssets, locateEngine, prefetchBundledTemplate } from '../engine/loading/assets.js'
+import { Backend } from '../engine/backend/backend.js'
+import type { DataDirMount } from '../engine/backend/backend-types.js'
 import type { PostgresModule } from '../engine/emscripten.js'
 import { EngineError } from '../engine/engine-error.js'
-import { treeRelationBytes, type DataTree } from '../engine/pgdata-tree.js'
-import type { EngineSnapshot } from '../engine/snapshot.js'
-import type { ContribStart } from '../engine/contrib-disk.js'
+import { treeRelationBytes, type DataTree } from '../engine/files/pgdata-tree.js'
+import type { EngineSnapshot } from '../engine/start/snapshot.js'
+import type { ContribStart } from '../engine/start/contrib-disk.js'
 import {
   prefetchContrib,
   prefetchSavedState,
@@ -24,8 +25,8 @@ import {
   type MemoryStartOptions,
   type ModulePreload,
   type SnapshotKeyParts,
-} from '../engine/starter.js'
-import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow, type TemplateOptions } from '../engine/template.js'
+} from '../engine/start/starter.js'
+import { getMemoryTemplate, getTemplate, knownArrayTypes, memoryTemplateKey, rememberArrayTypes, type ArrayTypeRow, type TemplateOptions } from '../engine/start/template.js'
 import type { ContribExtension } from '../extensions/contrib-types.js'
 import { contribPreload, warmContrib, withPreloadLibraries } from '../extensions/contrib.js'
 import { contribDigest } from '../extensions/contrib-digest.js'

@@ -3,10 +3,10 @@
  * checked before the engine sees it, the backend's output decoded, kept or
  * streamed.
  */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import type { ExecProtocolOptions, ExecProtocolResult } from '../exec-protocol-types.js'
 import type { NotifyRegistry } from '../notify.js'
-import { FRONTEND_TYPES, Frontend } from '../engine/message-codes.js'
+import { FRONTEND_TYPES, Frontend } from '../engine/wire/message-codes.js'
 import { validateFrontendFrames, validateStartupPacket } from '../protocol/frames.js'
 import { ParsedHandler, RawAccumulator, RawHandler, RawNotifyHandler, type ProtocolHandler } from '../protocol/handlers.js'
 import { MessageSink, type BackendMessage } from '../protocol/message-sink.js'

@@ -1,5 +1,5 @@
 /** One `query()` or `exec()` in its turn (the instance's or a transaction's): session timeouts first, `/dev/blob` around it. */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import { DatabaseError } from '../errors.js'
 import type { QueryOptions, Results } from '../query/results.js'
 import type { QueryRunner } from '../query/runner.js'

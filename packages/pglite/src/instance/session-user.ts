@@ -1,5 +1,5 @@
 /** `PGlite.lockSessionUser()` in its turn: the role's checks, then the lock. */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import { EngineError } from '../engine/engine-error.js'
 import type { QueryRunner } from '../query/runner.js'
 import { quoteIdent } from '../quote-ident.js'

@@ -1,5 +1,5 @@
 /** `PGlite.transaction()` inside its turn: BEGIN, the handle its callback gets, COMMIT or ROLLBACK. */
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import { ClosedError } from '../errors.js'
 import { TransactionAbortedError } from '../transaction-aborted-error.js'
 import type { ChannelListener } from '../notify.js'

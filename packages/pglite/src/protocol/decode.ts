@@ -1,6 +1,6 @@
 import type { DatabaseError } from '../errors.js'
 import { isBuiltinIntParser, type Parser } from '../types/parsers.js'
-import { Backend, TxStatus } from '../engine/message-codes.js'
+import { Backend, TxStatus } from '../engine/wire/message-codes.js'
 import type { FrameSink } from './frames.js'
 import { readDatabaseError, readNotification, readServerFields, type NoticeFields, type Notification } from './messages.js'
 import { ChunkText, cstringEnd, decodeText, readInt16, readInt32 } from './text.js'

@@ -1,5 +1,5 @@
 import { ProtocolError } from '../errors.js'
-import { FRAME_HEADER_BYTES as HEADER_BYTES, maxFrontendMessageBytes, uint32At } from '../engine/frontend-frames.js'
+import { FRAME_HEADER_BYTES as HEADER_BYTES, maxFrontendMessageBytes, uint32At } from '../engine/wire/frontend-frames.js'
 
 /**
  * Receives complete frames. The body is `buf[start, end)`; the 5-byte header

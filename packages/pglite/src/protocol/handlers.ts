@@ -1,5 +1,5 @@
 import { FrameScanner, type FrameSink } from './frames.js'
-import { Backend } from '../engine/message-codes.js'
+import { Backend } from '../engine/wire/message-codes.js'
 import { readNotification, type Notification } from './messages.js'
 
 /** What the engine's write callback forwards every chunk to during one exec. */

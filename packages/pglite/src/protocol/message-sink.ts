@@ -1,6 +1,6 @@
 import { Parser } from 'pg-protocol/dist/parser.js'
 import type { BackendMessage } from 'pg-protocol/dist/messages.js'
-import { Backend } from '../engine/message-codes.js'
+import { Backend } from '../engine/wire/message-codes.js'
 import type { FrameSink } from './frames.js'
 import { readDatabaseError, readNotification, readServerFields, type NoticeFields, type Notification } from './messages.js'
 import type { DatabaseError } from '../errors.js'

@@ -1,4 +1,4 @@
-import type { Backend } from '../engine/backend.js'
+import type { Backend } from '../engine/backend/backend.js'
 import { DatabaseError } from '../errors.js'
 
 /** Options of `PGlite.transaction`. */
@@ -65,7 +65,7 @@ export function stoppable<T>(signal: AbortSignal, run: (stopped: () => Promise<n
 }
 
 /**
- * Runs `job` with the engine asked, where it polls (engine/alarms.ts),
+ * Runs `job` with the engine asked, where it polls (engine/backend/alarms.ts),
  * whether `signal` was aborted: an abort cancels the running statement.
  */
 export async function whileNotAborted<T>(backend: Backend, signal: AbortSignal, job: () => Promise<T>): Promise<T> {

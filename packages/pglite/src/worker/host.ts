@@ -171,7 +171,7 @@ class WorkerHost {
     })
     this.#tabs = tabs
     // A follower may have to take over: compile the engine now, so that then only the database is read.
-    if (!opened) void import('../engine/assets.js').then((m) => m.loadAssets({ assetBaseUrl: options.assetBaseUrl })).catch(() => {})
+    if (!opened) void import('../engine/loading/assets.js').then((m) => m.loadAssets({ assetBaseUrl: options.assetBaseUrl })).catch(() => {})
     return opened
   }
 

@@ -252,7 +252,7 @@ const api = {
 
   /**
    * Statements that never call out of the engine, each under statement_timeout (the interrupt
-   * polls, engine/interrupt-polls.ts), and a statement past maxMemory: what each rejected with.
+   * polls, engine/loading/interrupt-polls.ts), and a statement past maxMemory: what each rejected with.
    */
   async runaways() {
     const db = await PGlite.create({ maxMemory: 256 * 1024 * 1024 })

@@ -3,9 +3,9 @@
 // entry) and raw IndexedDB.
 import { PGlite } from '@pgwasm/pglite'
 import { IdbStore } from '../../src/fs/idb-store.js'
-import { CHUNK_BYTES } from '../../src/engine/memfs-journal.js'
-import type { DataTree } from '../../src/engine/pgdata-tree.js'
-import { encodeTreeImage, rememberImage } from '../../src/engine/tree-image.js'
+import { CHUNK_BYTES } from '../../src/engine/files/memfs-journal.js'
+import type { DataTree } from '../../src/engine/files/pgdata-tree.js'
+import { encodeTreeImage, rememberImage } from '../../src/engine/files/tree-image.js'
 import { readDataDirArchive } from '../../src/fs/dump.js'
 
 const DIR = 0o40700
