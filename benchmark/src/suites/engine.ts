@@ -7,6 +7,7 @@ import { serialize } from 'pg-protocol'
 import { connectNative, loadOurs, loadPglite, type PgliteLike } from '../anchors.js'
 import { errorText, timeInterleaved, type SuiteRun, type TimedPath } from '../harness.js'
 import { bindDescribeExecuteSync, parseNamed, ReplyScanner } from '../protocol.js'
+import { latencies, STOP_CASES, type Send } from './stop-latency.js'
 
 /**
  * The engines themselves, without any host around them: the same statements
@@ -36,6 +37,13 @@ export const OURS_IN_PROCESS = 'our engine in process'
 export const CORE_PUBLISHED = 'pgwasm core, published engine'
 export const PGLITE_HOST = 'PGlite 0.5.16'
 export const WIRE_PATHS = [OURS_IN_PROCESS, CORE_PUBLISHED, PGLITE_HOST]
+/**
+ * The rtt suite's runaway statements stopped at statement_timeout (ms from
+ * the timeout to the 57014), on the in-process engine (its checks compiled
+ * in) and on the core's published engine (its checks rewritten into the
+ * binary); PGlite's rows are skipped, as it cannot stop them.
+ */
+export const ENGINE_STOP_CASES = STOP_CASES
 const WIRE_ROWS = 10_000
 const WIRE_SETUP = `create table kv (id int primary key, v text); insert into kv select g, md5(g::text) from generate_series(1, ${WIRE_ROWS}) g`
 const WIRE_SELECT = 'select v from kv where id = $1'
@@ -113,8 +121,33 @@ function checkedCall(send: (bytes: Uint8Array, scanner: ReplyScanner) => Promise
   }
 }
 
-async function wirePaths(s: SuiteRun, opened: Array<() => void | Promise<void>>): Promise<{ paths: TimedPath[]; failed: Map<string, string> }> {
+/** A path's way of running setup SQL and of sending one statement (its error message back), for the stop rows. */
+interface StopPath {
+  exec: (sql: string) => Promise<unknown>
+  send: Send
+}
+
+function inProcessStopPath(backend: InProcessBackend): StopPath {
+  const run = (sql: string): string | undefined => {
+    const scanner = new ReplyScanner()
+    scanner.feed(backend.exec(serialize.query(sql)))
+    return scanner.errors > 0 ? scanner.firstError ?? 'error' : undefined
+  }
+  return {
+    exec: async (sql) => {
+      const failed = run(sql)
+      if (failed !== undefined) throw new Error(failed)
+    },
+    send: async (sql) => run(sql),
+  }
+}
+
+async function wirePaths(
+  s: SuiteRun,
+  opened: Array<() => void | Promise<void>>,
+): Promise<{ paths: TimedPath[]; failed: Map<string, string>; stops: Map<string, StopPath> }> {
   const paths: TimedPath[] = []
+  const stops = new Map<string, StopPath>()
   const failed = new Map<string, string>()
   const engine = findBuiltEngine()
   if (!engine) failed.set(OURS_IN_PROCESS, 'not built')
@@ -131,6 +164,7 @@ async function wirePaths(s: SuiteRun, opened: Array<() => void | Promise<void>>)
       setup.feed(backend.exec(Buffer.concat([serialize.query(WIRE_SETUP), parseNamed('pk', WIRE_SELECT)])))
       if (setup.errors > 0) throw new Error(setup.firstError)
       paths.push({ path: OURS_IN_PROCESS, fn: checkedCall((bytes, scanner) => scanner.feed(backend.exec(bytes))) })
+      stops.set(OURS_IN_PROCESS, inProcessStopPath(backend))
     } catch (err) {
       failed.set(OURS_IN_PROCESS, errorText(err))
     }
@@ -152,20 +186,54 @@ async function wirePaths(s: SuiteRun, opened: Array<() => void | Promise<void>>)
       await db.execProtocolRawStream(parseNamed('pk', WIRE_SELECT), { onRawData: setup.feed })
       if (setup.errors > 0) throw new Error(setup.firstError)
       paths.push({ path, fn: checkedCall((bytes, scanner) => db.execProtocolRawStream(bytes, { onRawData: scanner.feed })) })
+      if (path === CORE_PUBLISHED) {
+        stops.set(path, {
+          exec: (sql) => db.exec(sql),
+          send: (sql) => db.query(sql).then(
+            () => undefined,
+            (e: unknown) => (e instanceof Error ? e.message : String(e)),
+          ),
+        })
+      }
     } catch (err) {
       failed.set(path, errorText(err))
     }
   }
   s.progress(`${WIRE_CASE}: ${paths.length} paths ready`)
-  return { paths, failed }
+  return { paths, failed, stops }
+}
+
+async function addEngineStopRows(s: SuiteRun, stops: Map<string, StopPath>, failed: Map<string, string>): Promise<void> {
+  const cases = ENGINE_STOP_CASES.filter((c) => s.wants(c))
+  if (cases.length === 0) return
+  const measured = new Map<string, number[][] | Error>()
+  for (const [path, stop] of stops) {
+    measured.set(path, await latencies(stop.exec, stop.send).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e)))))
+  }
+  for (const [i, name] of ENGINE_STOP_CASES.entries()) {
+    if (!cases.includes(name)) continue
+    for (const path of WIRE_PATHS) {
+      const base = { case: name, path, side: path === OURS_IN_PROCESS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(path === OURS_IN_PROCESS ? {} : { vs: OURS_IN_PROCESS }) }
+      const got = measured.get(path)
+      const reason = failed.get(path)
+      if (path === PGLITE_HOST) s.mark({ ...base, status: 'skipped', reason: 'PGlite cannot stop a statement that never calls out of its engine: it runs to its end' })
+      else if (reason === 'not built') s.mark({ ...base, status: 'not built', reason: 'run `pnpm engine` first' })
+      else if (reason !== undefined) s.mark({ ...base, status: 'failed', reason })
+      else if (got instanceof Error) s.mark({ ...base, status: 'failed', reason: errorText(got) })
+      else if (got) s.add({ ...base, samples: got[i]! })
+    }
+    s.ratio(`${name}: ours in process / pgwasm core on the published engine`, { case: name, path: OURS_IN_PROCESS }, { case: name, path: CORE_PUBLISHED })
+  }
 }
 
 async function runWire(s: SuiteRun, runs: number): Promise<void> {
   const calls = Math.max(200, Math.round(3000 * s.config.scale)) * runs
   const opened: Array<() => void | Promise<void>> = []
   try {
-    const { paths, failed } = await wirePaths(s, opened)
-    const timed = await timeInterleaved(paths, { iterations: calls, warmup: Math.max(100, Math.round(calls / 10)), rounds: 5 })
+    const { paths, failed, stops } = await wirePaths(s, opened)
+    const timed = s.wants(WIRE_CASE) ? await timeInterleaved(paths, { iterations: calls, warmup: Math.max(100, Math.round(calls / 10)), rounds: 5 }) : new Map<string, number[] | Error>()
+    await addEngineStopRows(s, stops, failed)
+    if (!s.wants(WIRE_CASE)) return
     for (const path of WIRE_PATHS) {
       const base = { case: WIRE_CASE, path, side: path === OURS_IN_PROCESS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(path === OURS_IN_PROCESS ? {} : { vs: OURS_IN_PROCESS }) }
       const result = timed.get(path)
@@ -195,7 +263,7 @@ export async function run(s: SuiteRun): Promise<void> {
     `${WIRE_CASE}: each sample is one whole round trip (Bind/Describe/Execute/Sync of a statement prepared once, reply scanned), in 5 interleaved rounds; ours is the in-process engine behind its minimal host (@pgwasm/engine/in-process), not yet the core.`,
   )
 
-  if (s.wants(WIRE_CASE)) await runWire(s, runs)
+  if (s.wants(WIRE_CASE) || ENGINE_STOP_CASES.some((c) => s.wants(c))) await runWire(s, runs)
 
   const results = new Map<string, number[] | string>()
   try {

@@ -23,12 +23,12 @@ const TIMEOUT_MS = 100
 const SAMPLES = 5
 
 /** One way of sending a statement: resolves with the error message it failed with, or undefined. */
-type Send = (sql: string) => Promise<string | undefined>
+export type Send = (sql: string) => Promise<string | undefined>
 
 const CANCELED = 'canceling statement due to statement timeout'
 
 /** Milliseconds from the timeout to the 57014 rejection, `SAMPLES` times per case. */
-async function latencies(exec: (sql: string) => Promise<unknown>, send: Send): Promise<number[][]> {
+export async function latencies(exec: (sql: string) => Promise<unknown>, send: Send): Promise<number[][]> {
   await exec('drop table if exists stop_t; create table stop_t as select g from generate_series(1, 1000) g')
   // PL/pgSQL loads its module on first use: outside the timed samples.
   await exec('do $$ begin end $$')

@@ -53,6 +53,14 @@ export function compileFlags(workDir: string): string[] {
   ]
 }
 
+/**
+ * Added to the compile of the backend and its modules (make's COPT): the
+ * interrupt checks count down to a call of the host (host/interrupt-poll.h).
+ */
+export function interruptPollInclude(hostDir: string): string {
+  return `-include ${hostDir}/interrupt-poll.h`
+}
+
 /** Preprocessor flags. */
 export const CPP_FLAGS = [
   // Emscripten has <sys/epoll.h> but not the calls: latches wait with poll().
@@ -89,7 +97,10 @@ export const NODE_TOOL_LINK_FLAGS = ['-sNODERAWFS=1', '-sEXIT_RUNTIME=1', '-sEXE
  * file system, one frontend message per call (host/wire-session.c).
  */
 export const IN_PROCESS_LINK_FLAGS = [
-  '-sMAIN_MODULE=1',
+  // Exports only what is listed (IN_PROCESS_EXPORTS and what the side modules
+  // import, computed by the build): the glue then names a few hundred symbols,
+  // not all 12,000, and the linker drops the code nothing reaches.
+  '-sMAIN_MODULE=2',
   // An ES module exporting a factory; the host calls pgwasm_start itself.
   '-sMODULARIZE=1',
   '-sEXPORT_ES6=1',
@@ -102,20 +113,19 @@ export const IN_PROCESS_LINK_FLAGS = [
   // The wire's read and write are host functions added to the table.
   '-sALLOW_TABLE_GROWTH=1',
   '-sEXPORTED_RUNTIME_METHODS=FS,ENV,HEAPU8,addFunction,removeFunction,UTF8ToString,stringToUTF8,lengthBytesUTF8',
-  // The C the host calls (host/wire-session.c and two of PostgreSQL's own).
-  `-sEXPORTED_FUNCTIONS=${[
-    'malloc',
-    'free',
-    'pgwasm_set_wire',
-    'pgwasm_start',
-    'pgwasm_message',
-    'pgwasm_flush',
-    'pgwasm_exit',
-    'pq_buffer_remaining_data',
-    'IsTransactionBlock',
-  ]
-    .map((name) => `_${name}`)
-    .join(',')}`,
   // main() is reached through pgwasm_start, not run by the runtime.
   '-Wno-unused-main',
+]
+
+/** The C the host calls (host/wire-session.c and two of PostgreSQL's own), besides what side modules import. */
+export const IN_PROCESS_EXPORTS = [
+  'malloc',
+  'free',
+  'pgwasm_set_wire',
+  'pgwasm_start',
+  'pgwasm_message',
+  'pgwasm_flush',
+  'pgwasm_exit',
+  'pq_buffer_remaining_data',
+  'IsTransactionBlock',
 ]

@@ -5,7 +5,9 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync }
 import { join } from 'node:path'
 import { PACKAGE_DIR } from '../src/engine-key.js'
 import { download } from './downloads.js'
-import { BACKEND_LINK_FLAGS, CONFIGURE_ARGS, CPP_FLAGS, IN_PROCESS_LINK_FLAGS, LINK_FLAGS, NODE_TOOL_LINK_FLAGS, compileFlags } from './flags.js'
+import { BACKEND_LINK_FLAGS, CONFIGURE_ARGS, CPP_FLAGS, IN_PROCESS_EXPORTS, IN_PROCESS_LINK_FLAGS, LINK_FLAGS, NODE_TOOL_LINK_FLAGS, compileFlags, interruptPollInclude } from './flags.js'
+import { sideModuleImports } from './side-module-imports.js'
+import { CONTRIB_MODULES, CORE_MODULE_DIRS, unaccountedContrib } from './side-modules.js'
 import type { Pins } from './pins.js'
 import { capture, run, step } from './steps.js'
 import type { Toolchain } from './toolchain.js'
@@ -27,14 +29,14 @@ const PORT_REPLACEMENTS: Record<string, string> = {
 }
 
 /** Host C linked into the programs as objects. */
-const LINKED_HOST_FILES = ['identity.c', 'node-processes.c', 'no-sysv-ipc.c', 'private-mappings.c']
+const LINKED_HOST_FILES = ['identity.c', 'interrupt-poll.c', 'node-processes.c', 'no-sysv-ipc.c', 'private-mappings.c']
 
-/** libc entry points the host C wraps (identity.c, private-mappings.c, node-processes.c). */
-const WRAPPED = ['getuid', 'geteuid', 'stat', 'lstat', 'fstat', 'fstatat', 'mmap', 'system']
+/** libc entry points the host C wraps (identity.c, private-mappings.c, interrupt-poll.c, node-processes.c). */
+const WRAPPED = ['getuid', 'geteuid', 'stat', 'lstat', 'fstat', 'fstatat', 'mmap', 'setitimer', 'poll', 'system']
 
 /** The in-process engine runs no host commands: no node-processes.c, and its wire is host/wire-session.c. */
-const IN_PROCESS_HOST_FILES = ['identity.c', 'no-sysv-ipc.c', 'private-mappings.c']
-const IN_PROCESS_WRAPPED = ['getuid', 'geteuid', 'stat', 'lstat', 'fstat', 'fstatat', 'mmap', 'recv', 'send', 'getsockname']
+const IN_PROCESS_HOST_FILES = ['identity.c', 'interrupt-poll.c', 'no-sysv-ipc.c', 'private-mappings.c']
+const IN_PROCESS_WRAPPED = ['getuid', 'geteuid', 'stat', 'lstat', 'fstat', 'fstatat', 'mmap', 'setitimer', 'poll', 'recv', 'send', 'getsockname']
 
 const wrapFlag = (names: string[]) => `-Wl,${names.map((name) => `--wrap=${name}`).join(',')}`
 
@@ -103,20 +105,33 @@ export async function buildPostgres(build: PostgresBuild): Promise<string> {
   // Programs link libpq statically: the dynamic one would be a side module to load at run time.
   const staticLibpq = `libpq=${join(buildDir, 'src/interfaces/libpq/libpq.a')}`
 
+  // The backend and its modules read InterruptPending through the host's
+  // countdown (host/interrupt-poll.h); globals.c defines the variable, so it
+  // is compiled first, without it (make then finds its object made).
+  const polled = `COPT=${interruptPollInclude(hostDir)}`
   await step('compile the backend', async () => {
     // Generated headers first and alone, then the libraries the backend
     // links: made in parallel with the backend, they race.
     await make('src/backend', ['generated-headers'], 'backend', false)
     await make('src/port', ['all'], 'backend')
     await make('src/common', ['all'], 'backend')
-    await make('src/backend', ['all', `LDFLAGS_EX=${[...BACKEND_LINK_FLAGS, ...toolLinks].join(' ')}`], 'backend')
+    await make('src/backend/utils/init', ['globals.o'], 'backend', false)
+    await make('src/backend', ['all', polled, `LDFLAGS_EX=${[...BACKEND_LINK_FLAGS, ...toolLinks].join(' ')}`], 'backend')
   })
-  await step('compile initdb, PL/pgSQL and the text search dictionaries', async () => {
+  await step('compile initdb', async () => {
     await make('src/interfaces/libpq', ['all'], 'libpq')
     await make('src/bin/initdb', ['all', staticLibpq, `LDFLAGS_EX=${toolLinks.join(' ')}`], 'initdb')
-    // Side modules: initdb installs PL/pgSQL and the snowball dictionaries.
-    await make('src/pl/plpgsql', ['all'], 'modules')
-    await make('src/backend/snowball', ['all'], 'modules')
+  })
+  const contribInSource = readdirSync(join(sourceDir, 'contrib')).filter((name) => existsSync(join(sourceDir, 'contrib', name, 'Makefile')))
+  const unaccounted = unaccountedContrib(contribInSource)
+  if (unaccounted.length > 0) {
+    throw new Error(`contrib modules neither built nor left out with a reason (build/side-modules.ts): ${unaccounted.join(', ')}`)
+  }
+  const moduleDirs = [...CORE_MODULE_DIRS, ...CONTRIB_MODULES.map((name) => `contrib/${name}`)]
+  await step(`compile the side modules (PL/pgSQL, dictionaries, conversions, pgoutput, ${CONTRIB_MODULES.length} of contrib)`, async () => {
+    // They call the host C's libc wrappers by name (host/side-module-libc.h), as wasm-ld cannot wrap their link.
+    const sideModuleFlags = `${polled} -include ${join(hostDir, 'side-module-libc.h')}`
+    for (const dir of moduleDirs) await make(dir, ['all', sideModuleFlags], 'modules')
   })
 
   await step('install into the staging directory', async () => {
@@ -127,8 +142,7 @@ export async function buildPostgres(build: PostgresBuild): Promise<string> {
       copyFileSync(join(buildDir, 'src/include/catalog', file), join(stageDir, 'pgwasm/share/postgresql', file))
     }
     await make('src/bin/initdb', ['install', destdir, staticLibpq, `LDFLAGS_EX=${toolLinks.join(' ')}`], 'install', false)
-    await make('src/pl/plpgsql', ['install', destdir], 'install', false)
-    await make('src/backend/snowball', ['install', destdir], 'install', false)
+    for (const dir of moduleDirs) await make(dir, ['install', destdir], 'install', false)
     // make install copies each program's JavaScript; its .wasm goes beside it.
     copyFileSync(join(buildDir, 'src/backend/postgres.wasm'), join(stageDir, 'pgwasm/bin/postgres.wasm'))
     copyFileSync(join(buildDir, 'src/bin/initdb/initdb.wasm'), join(stageDir, 'pgwasm/bin/initdb.wasm'))
@@ -139,7 +153,7 @@ export async function buildPostgres(build: PostgresBuild): Promise<string> {
     // include path; its object takes the place of postgres.o.
     const tcop = join(buildDir, 'src/backend/tcop')
     symlinkSync(join(hostDir, 'wire-session.c'), join(tcop, 'wire-session.c'))
-    await make('src/backend/tcop', ['wire-session.o', `COPT=-I${join(sourceDir, 'src/backend/tcop')}`], 'in-process', false)
+    await make('src/backend/tcop', ['wire-session.o', `COPT=${interruptPollInclude(hostDir)} -I${join(sourceDir, 'src/backend/tcop')}`], 'in-process', false)
     // The backend's own link command, as its Makefile writes it, with these flags.
     const hostObjects = IN_PROCESS_HOST_FILES.map((file) => join(hostDir, file.replace(/\.c$/, '.o')))
     const flags = [...IN_PROCESS_LINK_FLAGS, wrapFlag(IN_PROCESS_WRAPPED), ...hostObjects]
@@ -151,10 +165,13 @@ export async function buildPostgres(build: PostgresBuild): Promise<string> {
     const link = printed.split('\n').find((line) => / -o postgres$/.test(line.trim()))
     if (!link || !/ tcop\/postgres\.o /.test(link)) throw new Error(`no link command for the backend in make's plan:\n${printed.slice(-2000)}`)
     const output = join(stageDir, 'pgwasm/lib/postgres.mjs')
+    const exports = [...IN_PROCESS_EXPORTS, ...sideModuleImports(join(stageDir, 'pgwasm/lib/postgresql'))]
     const command = link
       .trim()
       .replace(' tcop/postgres.o ', ` ${join(tcop, 'wire-session.o')} `)
-      .replace(/ -o postgres$/, ` -o ${output}`)
+      // The list below is what it exports, not every symbol (the glue would name all 12,000).
+      .replace(' -Wl,--export-dynamic', '')
+      .replace(/ -o postgres$/, ` -sEXPORTED_FUNCTIONS=${exports.map((name) => `_${name}`).join(',')} -o ${output}`)
     await run('sh', ['-c', command], { cwd: join(buildDir, 'src/backend'), env, log: join(logs, 'in-process.log') })
   })
 

@@ -25,6 +25,8 @@ interface PostgresModule {
   _pgwasm_exit(code: number): void
   _pq_buffer_remaining_data(): number
   _IsTransactionBlock(): number
+  /** Asked at each of the engine's turns for the host (host/interrupt-poll.c): true cancels the running statement. */
+  pgwasmCancelRequested?: () => boolean
 }
 
 type PostgresFactory = (options: Record<string, unknown>) => Promise<PostgresModule>
@@ -86,6 +88,13 @@ export interface InProcessOptions {
   database?: string
   /** Extra server settings, as `-c name=value`. */
   settings?: Record<string, string>
+  /**
+   * A cancel another thread can send while a request runs on this one (the
+   * engine blocks it): storing a non-zero value at index 0 cancels the
+   * running statement (57014) at its next interrupt check, as a
+   * CancelRequest would. The engine sets it back to 0 when it takes it.
+   */
+  cancel?: Int32Array
 }
 
 /** One backend of the in-process engine on a copy of a cluster, in this process's memory. */
@@ -132,6 +141,8 @@ export class InProcessBackend {
       ],
     })
     const backend = new InProcessBackend(mod, log)
+    const cancel = options.cancel
+    if (cancel) mod.pgwasmCancelRequested = () => Atomics.load(cancel, 0) !== 0 && Atomics.exchange(cancel, 0, 0) !== 0
     const settings = Object.entries({ io_method: 'sync', shared_buffers: '16MB', ...options.settings }).flatMap(([name, value]) => ['-c', `${name}=${value}`])
     const args = [`${PREFIX}/bin/postgres`, '--single', '-D', PGDATA, ...settings, options.database ?? 'postgres']
     // argv stays allocated: PostgreSQL keeps pointers into it.

@@ -2,8 +2,9 @@
 // Node process, its cluster in the module's memory, answering the wire
 // protocol one request at a time, as node-postgres' own serializer and
 // parser speak it. Skips without a built engine, except under CI=true.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { Worker } from 'node:worker_threads'
 import { dirname, join } from 'node:path'
 import { isCI } from '@pgwasm/test-support/required-tools'
 import { serialize } from 'pg-protocol'
@@ -150,11 +151,127 @@ describe.skipIf(!engine)('the in-process engine', () => {
     ])
   })
 
+  it('loads a text search dictionary (snowball) as a side module', () => {
+    expect(rows(query("select to_tsvector('english', 'the running dogs')"))).toEqual([["'dog':3 'run':2"]])
+  })
+
+  it("converts to a client's encoding with PostgreSQL's own conversion modules", () => {
+    expect(rows(query("select convert_to('été', 'LATIN1')::text, convert_to('ж', 'WIN1251')::text"))).toEqual([['\\xe974e9', '\\xe6']])
+  })
+
+  it('creates contrib extensions and uses them', () => {
+    const created = query(
+      ['pg_trgm', 'hstore', 'citext', 'ltree', 'cube', 'earthdistance', 'fuzzystrmatch', 'intarray', 'btree_gist', 'tablefunc', 'unaccent']
+        .map((name) => `create extension ${name}`)
+        .join(';'),
+    )
+    expect(errors(created)).toEqual([])
+    expect(
+      rows(
+        query(`select similarity('postgres', 'postgrex')::numeric(4,3), ('a=>1'::hstore)->'a', 'ABC'::citext = 'abc',
+          'top.a.b'::ltree <@ 'top.a', levenshtein('kitten', 'sitting'), (earth_distance(ll_to_earth(0, 0), ll_to_earth(0, 1)) / 1000)::int,
+          array[1,2,3] & array[2,3,4], unaccent('Ångström')`),
+      ),
+    ).toEqual([['0.636', '1', 't', 't', '3', '111', '{2,3}', 'Angstrom']])
+  })
+
+  it('decodes changes from a logical replication slot, with test_decoding and with pgoutput', async () => {
+    const other = await InProcessBackend.start(engine!, clusterDir, { settings: { wal_level: 'logical', max_replication_slots: '4', max_wal_senders: '4' } })
+    try {
+      const run = (sql: string) => messages(other.exec(serialize.query(sql)))
+      // A slot is made in a transaction of its own (one that wrote nothing).
+      for (const sql of [
+        'create table decoded (id int primary key, v text); create publication pub for table decoded',
+        "select pg_create_logical_replication_slot('td', 'test_decoding')",
+        "select pg_create_logical_replication_slot('po', 'pgoutput')",
+      ]) {
+        expect(errors(run(sql))).toEqual([])
+      }
+      run("insert into decoded values (1, 'one')")
+      expect(rows(run("select data from pg_logical_slot_get_changes('td', null, null)")).map((r) => r[0])).toEqual([
+        expect.stringMatching(/^BEGIN/),
+        "table public.decoded: INSERT: id[integer]:1 v[text]:'one'",
+        expect.stringMatching(/^COMMIT/),
+      ])
+      // pgoutput's binary protocol: a logical message sent through it comes back as Begin, Message ('M', with its text), Commit.
+      run("select pg_logical_emit_message(true, 'pgwasm', 'hello')")
+      const decoded = rows(
+        run("select substr(data, 1, 1), position('hello'::bytea in data) > 0 from pg_logical_slot_get_binary_changes('po', null, null, 'proto_version', '1', 'publication_names', 'pub', 'messages', 'true')"),
+      )
+      expect(decoded.filter((r) => r[0] === '\\x4d')).toEqual([['\\x4d', 't']])
+      expect(decoded.at(0)?.[0]).toBe('\\x42')
+      expect(decoded.at(-1)?.[0]).toBe('\\x43')
+    } finally {
+      other.close()
+    }
+  }, 60_000)
+
+  it('exports what the host and the side modules use, not every symbol', () => {
+    const exportsOf = (file: string) => new Set(WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(file))).map((e) => e.name))
+    const ours = exportsOf(join(engine!.dir, 'lib', 'postgres.wasm'))
+    const program = exportsOf(join(engine!.dir, 'bin', 'postgres.wasm'))
+    expect(ours.size * 10).toBeLessThan(program.size)
+    const libDir = join(engine!.dir, 'lib', 'postgresql')
+    const sides = readdirSync(libDir).filter((f) => f.endsWith('.so'))
+    expect(sides.length).toBeGreaterThan(0)
+    const definedBySides = new Set(sides.flatMap((f) => [...exportsOf(join(libDir, f))]))
+    const missing = sides.flatMap((f) =>
+      WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(join(libDir, f))))
+        .filter((i) => (i.module === 'GOT.mem' || i.module === 'GOT.func' || (i.module === 'env' && i.kind === 'function')) && !definedBySides.has(i.name))
+        .filter((i) => !ours.has(i.name))
+        .map((i) => `${f}: ${i.module}.${i.name}`),
+    )
+    expect(missing).toEqual([])
+  })
+
   it('reports changed settings with ParameterStatus, as a server does', () => {
     const changed = messages(backend.exec(serialize.query("set application_name = 'in-process test'")))
     const reported = changed.find((m) => m.name === 'parameterStatus') as unknown as { parameterName: string; parameterValue: string }
     expect(reported).toMatchObject({ parameterName: 'application_name', parameterValue: 'in-process test' })
   })
+
+  it('stops a statement at statement_timeout, computing or waiting (the checks poll the host)', () => {
+    query("set statement_timeout = '300ms'")
+    const endless = query('do $$ begin loop end loop; end $$')
+    expect(errors(endless).map((e) => [e.code, e.message])).toEqual([['57014', 'canceling statement due to statement timeout']])
+    const sleeping = query('select pg_sleep(3600)')
+    expect(errors(sleeping).map((e) => e.code)).toEqual(['57014'])
+    const counting = query('select count(*) from generate_series(1, 1000000000)')
+    expect(errors(counting).map((e) => e.code)).toEqual(['57014'])
+    query('reset statement_timeout')
+    expect(rows(query('select 5'))).toEqual([['5']])
+  }, 60_000)
+
+  it('takes a cancel from another thread while a statement runs on this one', async () => {
+    const flag = new Int32Array(new SharedArrayBuffer(4))
+    const other = await InProcessBackend.start(engine!, clusterDir, { cancel: flag })
+    try {
+      // The worker cannot call into the engine; it only stores the flag the engine polls.
+      const worker = new Worker('const { workerData } = require("node:worker_threads"); setTimeout(() => Atomics.store(workerData, 0, 1), 300)', { eval: true, workerData: flag })
+      const canceled = messages(other.exec(serialize.query('do $$ begin loop end loop; end $$')))
+      await worker.terminate()
+      expect(errors(canceled).map((e) => [e.code, e.message])).toEqual([['57014', 'canceling statement due to user request']])
+      expect(Atomics.load(flag, 0)).toBe(0)
+      expect(rows(messages(other.exec(serialize.query('select 6'))))).toEqual([['6']])
+    } finally {
+      other.close()
+    }
+  }, 60_000)
+
+  it("ends a wait for a prepared transaction's lock at lock_timeout", async () => {
+    const other = await InProcessBackend.start(engine!, clusterDir, { settings: { max_prepared_transactions: '2' } })
+    try {
+      const run = (sql: string) => messages(other.exec(serialize.query(sql)))
+      run('create table lk (id int primary key)')
+      expect(errors(run("begin; insert into lk values (1); prepare transaction 'held'"))).toEqual([])
+      run("set lock_timeout = '300ms'")
+      expect(errors(run('insert into lk values (1)')).map((e) => e.code)).toEqual(['55P03'])
+      run("rollback prepared 'held'")
+      expect(errors(run('insert into lk values (1)'))).toEqual([])
+    } finally {
+      other.close()
+    }
+  }, 60_000)
 
   it('ends the session with a FATAL on a message type it does not know, and then refuses requests', async () => {
     const other = await InProcessBackend.start(engine!, clusterDir)
