@@ -8,8 +8,11 @@
  * only when the engine has returned to the event loop; so setitimer is
  * wrapped to note the deadline, and the poll raises SIGALRM itself once it
  * has passed. poll() is wrapped too: a latch wait (pg_sleep, a lock wait)
- * spins in poll(), which never blocks here, without reading
- * InterruptPending, and each turn of it is a turn of the host's.
+ * loops on poll(), which never blocks here, without reading
+ * InterruptPending; each turn of it is a turn of the host's, and when
+ * nothing is ready it sleeps a slice of its timeout on the host's clock
+ * instead of spinning (where the host can block: Atomics.wait, which a
+ * browser's main thread refuses, and then it spins as before).
  */
 #include <emscripten.h>
 #include <poll.h>
@@ -33,6 +36,23 @@ extern void pgwasm_poll_host(void);
 /* Whether the host wants the running statement canceled (its pgwasmCancelRequested, if it set one). */
 EM_JS(int, pgwasm_host_wants_cancel, (void), {
 	return Module['pgwasmCancelRequested'] && Module['pgwasmCancelRequested']() ? 1 : 0;
+});
+
+/* The longest a poll() with nothing ready sleeps before the host's next turn, in ms. */
+#define SLEEP_SLICE_MS 5
+
+/* Sleeps up to ms on the host's clock (the module's pgwasmSleep, else Atomics.wait where allowed). */
+EM_JS(void, pgwasm_host_sleep, (int ms), {
+	if (Module['pgwasmSleep']) {
+		Module['pgwasmSleep'](ms);
+		return;
+	}
+	try {
+		if (!Module['pgwasmSleepCell']) Module['pgwasmSleepCell'] = new Int32Array(new SharedArrayBuffer(4));
+		Atomics.wait(Module['pgwasmSleepCell'], 0, 0, ms);
+	} catch (e) {
+		/* No SharedArrayBuffer, or a thread that may not block: the wait spins. */
+	}
 });
 
 static void
@@ -73,6 +93,13 @@ __wrap_setitimer(int which, const struct itimerval *new_value, struct itimerval 
 int
 __wrap_poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
+	int			ready;
+
 	take_turn();
-	return __real_poll(fds, nfds, timeout);
+	ready = __real_poll(fds, nfds, 0);
+	if (ready != 0 || timeout == 0)
+		return ready;
+	/* Nothing yet: the caller (WaitEventSetWait) counts its own time and asks again. */
+	pgwasm_host_sleep(timeout < 0 || timeout > SLEEP_SLICE_MS ? SLEEP_SLICE_MS : timeout);
+	return 0;
 }

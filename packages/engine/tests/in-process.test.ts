@@ -242,6 +242,17 @@ describe.skipIf(!engine)('the in-process engine', () => {
     expect(rows(query('select 5'))).toEqual([['5']])
   }, 60_000)
 
+  it('sleeps in a latch wait instead of spinning (pg_sleep takes its time, not the CPU)', () => {
+    const cpu = process.cpuUsage()
+    const wall = performance.now()
+    expect(errors(query('select pg_sleep(1)'))).toEqual([])
+    const used = process.cpuUsage(cpu)
+    const waited = performance.now() - wall
+    expect(waited).toBeGreaterThanOrEqual(990)
+    // Spinning, the process used about as much CPU as the wait took.
+    expect((used.user + used.system) / 1000).toBeLessThan(waited / 2)
+  }, 60_000)
+
   it('takes a cancel from another thread while a statement runs on this one', async () => {
     const flag = new Int32Array(new SharedArrayBuffer(4))
     const other = await InProcessBackend.start(engine!, clusterDir, { cancel: flag })
