@@ -9,7 +9,7 @@ import { killGroup } from '../src/harness.js'
 import { BENCH_DIR } from '../src/paths.js'
 import { FIND_UNIQUE } from '../src/prisma-workload.js'
 import { WORKLOAD_NAMES } from '../src/speedtest-sql.js'
-import { CORE_PUBLISHED, ENGINE_CASES, ENGINE_PATHS, ENGINE_STOP_CASES, OURS as ENGINE_OURS, OURS_IN_PROCESS, PGLITE as ENGINE_PGLITE, PGLITE_HOST, WIRE_CASE, WIRE_PATHS } from '../src/suites/engine.js'
+import { CORE_PUBLISHED, ENGINE_CASES, ENGINE_PATHS, OURS as ENGINE_OURS, OURS_IN_PROCESS, PGLITE as ENGINE_PGLITE, PGLITE_HOST, WIRE_CASE, WIRE_PATHS } from '../src/suites/engine.js'
 import { BROWSER_CASES, BROWSER_PATHS, FIREFOX_CASES, FIREFOX_PATHS, TAB_FAILOVER, WEBKIT_CASES, WEBKIT_PATHS } from '../src/suites/browser.js'
 import { FIRST_VISIT_CASES, FIRST_VISIT_PATHS } from '../src/suites/browser-first-visit.js'
 import { LIVE_CASES, LIVE_PATHS } from '../src/suites/live.js'
@@ -179,7 +179,7 @@ describe('pnpm bench at a tiny scale', () => {
       expect(r?.status, `engine: ${WIRE_CASE} | ${path}: ${r?.reason}`).toBe('ok')
     }
     // Runaways stopped at statement_timeout: both engines' pgwasm hosts measure them; PGlite cannot stop them.
-    for (const stop of ENGINE_STOP_CASES) {
+    for (const stop of STOP_CASES) {
       for (const path of [CORE_PUBLISHED, ...(engineBuilt ? [OURS_IN_PROCESS] : [])]) {
         const r = rowsOf('engine').find((row) => row.case === stop && row.path === path)
         expect(r?.status, `engine: ${stop} | ${path}: ${r?.reason}`).toBe('ok')

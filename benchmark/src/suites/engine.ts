@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { findBuiltEngine, initCluster, runSingleUser } from '@pgwasm/engine'
+import { findBuiltEngine, initCluster, runSingleUser, type BuiltEngine } from '@pgwasm/engine'
 import { InProcessBackend } from '@pgwasm/engine/in-process'
 import { serialize } from 'pg-protocol'
 import { connectNative, loadOurs, loadPglite, type PgliteLike } from '../anchors.js'
 import { errorText, timeInterleaved, type SuiteRun, type TimedPath } from '../harness.js'
 import { bindDescribeExecuteSync, parseNamed, ReplyScanner } from '../protocol.js'
-import { latencies, STOP_CASES, type Send } from './stop-latency.js'
+import { latencies, messageOf, STOP_CASES, type Send } from './stop-latency.js'
 
 /**
  * The engines themselves, without any host around them: the same statements
@@ -37,13 +37,6 @@ export const OURS_IN_PROCESS = 'our engine in process'
 export const CORE_PUBLISHED = 'pgwasm core, published engine'
 export const PGLITE_HOST = 'PGlite 0.5.16'
 export const WIRE_PATHS = [OURS_IN_PROCESS, CORE_PUBLISHED, PGLITE_HOST]
-/**
- * The rtt suite's runaway statements stopped at statement_timeout (ms from
- * the timeout to the 57014), on the in-process engine (its checks compiled
- * in) and on the core's published engine (its checks rewritten into the
- * binary); PGlite's rows are skipped, as it cannot stop them.
- */
-export const ENGINE_STOP_CASES = STOP_CASES
 const WIRE_ROWS = 10_000
 const WIRE_SETUP = `create table kv (id int primary key, v text); insert into kv select g, md5(g::text) from generate_series(1, ${WIRE_ROWS}) g`
 const WIRE_SELECT = 'select v from kv where id = $1'
@@ -80,15 +73,24 @@ function plan(scale: number, warmup: number, runs: number): { caseName: string; 
   )
 }
 
+/** A new cluster of our engine in a temporary directory: its data directory, and the directory to remove afterwards. */
+function newCluster(engine: BuiltEngine): { data: string; work: string } {
+  const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-engine-'))
+  const data = join(work, 'data')
+  const init = initCluster(engine, data, ['--no-sync'])
+  if (init.status !== 0) {
+    rmSync(work, { recursive: true, force: true })
+    throw new Error(`initdb failed: ${init.stderr.trim().split('\n').slice(-2).join(' / ')}`)
+  }
+  return { data, work }
+}
+
 /** Our engine: initdb, then one single-user backend runs the whole plan from its stdin. */
 function runOurs(statements: ReturnType<typeof plan>): number[] {
   const engine = findBuiltEngine()
   if (!engine) throw new Error('not built')
-  const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-engine-'))
+  const { data, work } = newCluster(engine)
   try {
-    const data = join(work, 'data')
-    const init = initCluster(engine, data, ['--no-sync'])
-    if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.trim().split('\n').slice(-2).join(' / ')}`)
     const input = [...SETUP, ...statements.map((s) => s.sql)].map((sql) => `${sql};\n`).join('')
     const backend = runSingleUser(engine, data, input)
     const times = [...backend.stdout.matchAll(/ms = "([\d.]+)"/g)].map((m) => Number(m[1]))
@@ -153,11 +155,8 @@ async function wirePaths(
   if (!engine) failed.set(OURS_IN_PROCESS, 'not built')
   else {
     try {
-      const work = mkdtempSync(join(tmpdir(), 'pgwasm-bench-wire-'))
+      const { data, work } = newCluster(engine)
       opened.push(() => rmSync(work, { recursive: true, force: true }))
-      const data = join(work, 'data')
-      const init = initCluster(engine, data, ['--no-sync'])
-      if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.trim().split('\n').slice(-2).join(' / ')}`)
       const backend = await InProcessBackend.start(engine, data, { settings: { fsync: 'off' } })
       opened.push(() => backend.close())
       const setup = new ReplyScanner()
@@ -187,13 +186,7 @@ async function wirePaths(
       if (setup.errors > 0) throw new Error(setup.firstError)
       paths.push({ path, fn: checkedCall((bytes, scanner) => db.execProtocolRawStream(bytes, { onRawData: scanner.feed })) })
       if (path === CORE_PUBLISHED) {
-        stops.set(path, {
-          exec: (sql) => db.exec(sql),
-          send: (sql) => db.query(sql).then(
-            () => undefined,
-            (e: unknown) => (e instanceof Error ? e.message : String(e)),
-          ),
-        })
+        stops.set(path, { exec: (sql) => db.exec(sql), send: (sql) => db.query(sql).then(() => undefined, messageOf) })
       }
     } catch (err) {
       failed.set(path, errorText(err))
@@ -203,24 +196,32 @@ async function wirePaths(
   return { paths, failed, stops }
 }
 
+/** A wire path's row of `caseName`: its samples, or why it has none. */
+function addWireRow(s: SuiteRun, caseName: string, path: string, result: number[] | Error | undefined, failed: Map<string, string>): void {
+  const base = { case: caseName, path, side: path === OURS_IN_PROCESS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(path === OURS_IN_PROCESS ? {} : { vs: OURS_IN_PROCESS }) }
+  const reason = failed.get(path)
+  if (reason === 'not built') s.mark({ ...base, status: 'not built', reason: 'run `pnpm engine` first' })
+  else if (reason !== undefined) s.mark({ ...base, status: 'failed', reason })
+  else if (result instanceof Error) s.mark({ ...base, status: 'failed', reason: errorText(result) })
+  else if (result) s.add({ ...base, samples: result })
+}
+
 async function addEngineStopRows(s: SuiteRun, stops: Map<string, StopPath>, failed: Map<string, string>): Promise<void> {
-  const cases = ENGINE_STOP_CASES.filter((c) => s.wants(c))
+  const cases = STOP_CASES.filter((c) => s.wants(c))
   if (cases.length === 0) return
   const measured = new Map<string, number[][] | Error>()
   for (const [path, stop] of stops) {
     measured.set(path, await latencies(stop.exec, stop.send).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e)))))
   }
-  for (const [i, name] of ENGINE_STOP_CASES.entries()) {
+  for (const [i, name] of STOP_CASES.entries()) {
     if (!cases.includes(name)) continue
     for (const path of WIRE_PATHS) {
-      const base = { case: name, path, side: path === OURS_IN_PROCESS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(path === OURS_IN_PROCESS ? {} : { vs: OURS_IN_PROCESS }) }
+      if (path === PGLITE_HOST) {
+        s.mark({ case: name, path, side: 'anchor', unit: 'ms', vs: OURS_IN_PROCESS, status: 'skipped', reason: 'PGlite cannot stop a statement that never calls out of its engine: it runs to its end' })
+        continue
+      }
       const got = measured.get(path)
-      const reason = failed.get(path)
-      if (path === PGLITE_HOST) s.mark({ ...base, status: 'skipped', reason: 'PGlite cannot stop a statement that never calls out of its engine: it runs to its end' })
-      else if (reason === 'not built') s.mark({ ...base, status: 'not built', reason: 'run `pnpm engine` first' })
-      else if (reason !== undefined) s.mark({ ...base, status: 'failed', reason })
-      else if (got instanceof Error) s.mark({ ...base, status: 'failed', reason: errorText(got) })
-      else if (got) s.add({ ...base, samples: got[i]! })
+      addWireRow(s, name, path, got instanceof Error ? got : got?.[i], failed)
     }
     s.ratio(`${name}: ours in process / pgwasm core on the published engine`, { case: name, path: OURS_IN_PROCESS }, { case: name, path: CORE_PUBLISHED })
   }
@@ -231,18 +232,10 @@ async function runWire(s: SuiteRun, runs: number): Promise<void> {
   const opened: Array<() => void | Promise<void>> = []
   try {
     const { paths, failed, stops } = await wirePaths(s, opened)
-    const timed = s.wants(WIRE_CASE) ? await timeInterleaved(paths, { iterations: calls, warmup: Math.max(100, Math.round(calls / 10)), rounds: 5 }) : new Map<string, number[] | Error>()
     await addEngineStopRows(s, stops, failed)
     if (!s.wants(WIRE_CASE)) return
-    for (const path of WIRE_PATHS) {
-      const base = { case: WIRE_CASE, path, side: path === OURS_IN_PROCESS ? ('ours' as const) : ('anchor' as const), unit: 'ms' as const, ...(path === OURS_IN_PROCESS ? {} : { vs: OURS_IN_PROCESS }) }
-      const result = timed.get(path)
-      const reason = failed.get(path)
-      if (reason === 'not built') s.mark({ ...base, status: 'not built', reason: 'run `pnpm engine` first' })
-      else if (reason !== undefined) s.mark({ ...base, status: 'failed', reason })
-      else if (result instanceof Error) s.mark({ ...base, status: 'failed', reason: errorText(result) })
-      else if (result) s.add({ ...base, samples: result })
-    }
+    const timed = await timeInterleaved(paths, { iterations: calls, warmup: Math.max(100, Math.round(calls / 10)), rounds: 5 })
+    for (const path of WIRE_PATHS) addWireRow(s, WIRE_CASE, path, timed.get(path), failed)
     s.ratio(`${WIRE_CASE}: ours / pgwasm core on the published engine`, { case: WIRE_CASE, path: OURS_IN_PROCESS }, { case: WIRE_CASE, path: CORE_PUBLISHED })
     s.ratio(`${WIRE_CASE}: ours / PGlite`, { case: WIRE_CASE, path: OURS_IN_PROCESS }, { case: WIRE_CASE, path: PGLITE_HOST })
   } finally {
@@ -263,7 +256,7 @@ export async function run(s: SuiteRun): Promise<void> {
     `${WIRE_CASE}: each sample is one whole round trip (Bind/Describe/Execute/Sync of a statement prepared once, reply scanned), in 5 interleaved rounds; ours is the in-process engine behind its minimal host (@pgwasm/engine/in-process), not yet the core.`,
   )
 
-  if (s.wants(WIRE_CASE) || ENGINE_STOP_CASES.some((c) => s.wants(c))) await runWire(s, runs)
+  if (s.wants(WIRE_CASE) || STOP_CASES.some((c) => s.wants(c))) await runWire(s, runs)
   // The statement cases run one plan per engine: none of it when --filter left them all out.
   if (!ENGINE_CASES.some((c) => s.wants(c.name))) return
 

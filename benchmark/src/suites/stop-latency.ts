@@ -51,7 +51,7 @@ export async function latencies(exec: (sql: string) => Promise<unknown>, send: S
   return all
 }
 
-const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+export const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 /** The pgwasm paths of the rtt suite, each sending the statement its own way. */
 function oursPaths(db: PgliteLike): Record<string, Send> {

@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { serialize } from 'pg-protocol'
 import type { BuiltEngine } from './index.js'
 
 /** The module's parts the host uses (Emscripten's runtime and our C exports). */
@@ -65,23 +66,9 @@ function copyTree(fs: PostgresModule['FS'], from: string, to: string, mode: numb
   }
 }
 
-/** CopyFail: the answer when the backend wants COPY data the request did not bring. */
-function copyFail(): Uint8Array {
-  const reason = new TextEncoder().encode('COPY data ended with the request\0')
-  const out = new Uint8Array(1 + 4 + reason.length)
-  out[0] = 0x66 // 'f'
-  new DataView(out.buffer).setInt32(1, 4 + reason.length)
-  out.set(reason, 5)
-  return out
-}
-
-const SYNC = Uint8Array.of(0x53, 0, 0, 0, 4)
-
-/** Whether the backend's output ends with ReadyForQuery ('Z', length 5, status). */
-function endsWithReadyForQuery(chunks: Uint8Array[]): boolean {
-  const last = chunks.at(-1)
-  return last !== undefined && last.length >= 6 && last[last.length - 6] === 0x5a && last[last.length - 2] === 5
-}
+/** The answer when the backend wants COPY data the request did not bring. */
+const COPY_FAIL = serialize.copyFail('COPY data ended with the request')
+const SYNC = serialize.sync()
 
 export interface InProcessOptions {
   /** The database to connect to (default postgres). */
@@ -102,6 +89,8 @@ export class InProcessBackend {
   private input: Uint8Array = new Uint8Array(0)
   private position = 0
   private output: Uint8Array[] = []
+  /** The last bytes written: a request's output ends with ReadyForQuery ('Z', length 5, status) when it is complete. */
+  private readonly tail = new Uint8Array(6)
   private ended = false
   /** The request ran out inside COPY FROM STDIN and was answered with CopyFail. */
   private starved = false
@@ -165,7 +154,7 @@ export class InProcessBackend {
   private read(ptr: number, length: number): number {
     if (this.position >= this.input.length) {
       // Only COPY FROM STDIN reads past a request's whole messages.
-      this.input = copyFail()
+      this.input = COPY_FAIL
       this.position = 0
       this.starved = true
     }
@@ -176,13 +165,24 @@ export class InProcessBackend {
   }
 
   private write(ptr: number, length: number): number {
-    this.output.push(this.mod.HEAPU8.slice(ptr, ptr + length))
+    const chunk = this.mod.HEAPU8.slice(ptr, ptr + length)
+    this.output.push(chunk)
+    if (length >= 6) this.tail.set(chunk.subarray(length - 6))
+    else {
+      this.tail.copyWithin(0, length)
+      this.tail.set(chunk, 6 - length)
+    }
     return length
+  }
+
+  private get endsWithReadyForQuery(): boolean {
+    return this.tail[0] === 0x5a && this.tail[4] === 5
   }
 
   private call(work: () => number, failure: string): Uint8Array {
     if (this.ended) throw new InProcessEngineError('the engine has ended', this.log)
     this.output = []
+    this.tail.fill(0)
     try {
       const status = work()
       if (status === 1) this.ended = true
@@ -192,13 +192,7 @@ export class InProcessBackend {
       if (isExit(error)) throw new InProcessEngineError(`${failure}: the backend exited with status ${error.status}`, this.log)
       throw error
     }
-    const size = this.output.reduce((total, chunk) => total + chunk.length, 0)
-    const out = new Uint8Array(size)
-    let offset = 0
-    for (const chunk of this.output) {
-      out.set(chunk, offset)
-      offset += chunk.length
-    }
+    const out = Buffer.concat(this.output)
     this.output = []
     return out
   }
@@ -213,7 +207,7 @@ export class InProcessBackend {
         if (this.mod._pgwasm_message() === 1) return 1
       }
       // A COPY of the extended protocol that failed waits for a Sync.
-      if (this.starved && !endsWithReadyForQuery(this.output)) {
+      if (this.starved && !this.endsWithReadyForQuery) {
         this.input = SYNC
         this.position = 0
         return this.mod._pgwasm_message()
