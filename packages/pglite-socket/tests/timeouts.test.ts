@@ -117,6 +117,21 @@ describe('transaction_timeout', () => {
     expect((await other.query('select 1 as one')).rows).toEqual([{ one: 1 }])
   })
 
+  it('counts transaction_timeout from the start of the request that began the block, however long that request ran', async () => {
+    const looping = await served.connect()
+    // The block's first request itself takes 600 ms of its 1.5 s: the endless loop after it is stopped
+    // 1.5 s after BEGIN came, and the client then ended, as PostgreSQL counts from the block's start.
+    await looping.query("begin; set local transaction_timeout = '1500ms'; select pg_sleep(0.6)")
+    await expect(within(looping.query('do $$ begin loop end loop; end $$'), 10_000, 'the loop to be stopped')).rejects.toMatchObject({ code: '57014' })
+    await within(
+      (async () => {
+        while (!looping.errors.some((e) => (e as Error & { code?: string }).code === '25P04')) await new Promise((resolve) => setTimeout(resolve, 20))
+      })(),
+      15_000,
+      'the FATAL 25P04',
+    )
+  })
+
   it('ends a client whose transaction outlasts its transaction_timeout with FATAL 25P04, though it keeps sending queries', async () => {
     const long = await served.connect()
     await long.query('begin')

@@ -48,11 +48,18 @@ export class ClientTimeouts {
     this.#expire = expire
   }
 
-  /** After a request that left the client in a transaction block, with the engine's settings now. */
-  inTransaction(settings: SessionTimeouts, began: boolean): void {
+  /**
+   * After a request that left the client in a transaction block, with the
+   * engine's settings now. `requestStartedAt` is when that request was
+   * given the engine: a block it began is counted from then, no later than
+   * the engine counts it, so a statement the engine stops at the deadline is
+   * always seen here as run out (else the rolled-back `SET LOCAL` of the
+   * aborted block would clear the timer and the client would never be ended).
+   */
+  inTransaction(settings: SessionTimeouts, began: boolean, requestStartedAt: number): void {
     const idle = settings.idleInTransactionSessionTimeout
     this.#idleInTransactionMs = idle > 0 ? idle : this.#defaultIdleInTransactionMs
-    if (began) this.#transactionStartedAt = performance.now()
+    if (began) this.#transactionStartedAt = requestStartedAt
     const ms = settings.transactionTimeout
     if (ms === this.#transactionMs && !began) return
     this.#clearTransaction()

@@ -338,6 +338,7 @@ export class Session implements MuxClient {
   readonly #runBatchWork = (lease: EngineLease): void => {
     // Closed while waiting for the engine: the cleanup owns what is left.
     if (this.#state === 'closed') return
+    const startedAt = performance.now()
     this.#activity.queryStarted()
     const marks = this.#marks
     const refusal = this.#objectMemory.admit(lease, marks.namesStatement, marks.closesObject)
@@ -377,7 +378,7 @@ export class Session implements MuxClient {
     // Stopped for its transaction_timeout (stopRequested): ended as PostgreSQL ends it, before the
     // rolled-back SET LOCAL could clear the timer.
     if (wasInTransaction && this.#timeouts.transactionExpired(TRANSACTION_STOP_GRACE_MS)) queueMicrotask(() => this.#expire('transaction'))
-    else if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
+    else if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction, startedAt)
     if (this.#mux!.endTerminated(lease, this)) {
       // pg_terminate_backend(pg_backend_pid()): the statement fails with the FATAL, as on PostgreSQL.
       // Ended once the engine is given back (its cleanup needs the engine).
@@ -400,9 +401,9 @@ export class Session implements MuxClient {
   }
 
   /** After a request of a client that is or was in a transaction block: its timeouts as the engine has them now. */
-  #noteTransaction(lease: EngineLease, wasInTransaction: boolean): void {
+  #noteTransaction(lease: EngineLease, wasInTransaction: boolean, startedAt: number): void {
     if (this.#inTransaction) {
-      this.#timeouts.inTransaction(lease.sessionTimeouts, !wasInTransaction)
+      this.#timeouts.inTransaction(lease.sessionTimeouts, !wasInTransaction, startedAt)
     } else {
       this.#timeouts.outOfTransaction()
       // A SET in the block may have been rolled back, or committed for everyone.
@@ -423,6 +424,7 @@ export class Session implements MuxClient {
   ): Promise<void> {
     await this.#mux!.run(this, (lease) => {
       if (this.#state === 'closed') return
+      const startedAt = performance.now()
       let waiting = false
       const wasInTransaction = this.#inTransaction
       this.#objectMemory.running(lease)
@@ -436,7 +438,7 @@ export class Session implements MuxClient {
       }
       this.#objectMemory.settle(lease)
       this.#setStatus(script.status)
-      if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction)
+      if (this.#inTransaction || wasInTransaction) this.#noteTransaction(lease, wasInTransaction, startedAt)
       this.#output.flush()
       settled(waiting)
     })
