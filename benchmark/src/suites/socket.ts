@@ -35,6 +35,9 @@ export const PIPELINE_BATCH = 100
 export const PIPELINED = `pipelined select by pk (1 connection, ${PIPELINE_BATCH} per batch)`
 export const PGBENCH_CLIENTS = 8
 export const PGBENCH = `pgbench TPC-B-like, ${PGBENCH_CLIENTS} clients: throughput`
+/** How long the other client stays idle in its block per sample: a server that makes the query wait for it shows this. */
+export const READ_BLOCK_HOLD_MS = 200
+export const BEHIND_READ_BLOCK = `select by pk while another client idles in a read-only transaction (ends after ${READ_BLOCK_HOLD_MS} ms): latency`
 
 export function caseNames(): { name: string; unit: Unit }[] {
   const out: { name: string; unit: Unit }[] = []
@@ -45,6 +48,7 @@ export function caseNames(): { name: string; unit: Unit }[] {
   }
   out.push({ name: `${PIPELINED}: batch latency`, unit: 'ms' }, { name: `${PIPELINED}: throughput`, unit: 'queries/s' })
   out.push({ name: PGBENCH, unit: 'tps' })
+  out.push({ name: BEHIND_READ_BLOCK, unit: 'ms' })
   return out
 }
 
@@ -340,6 +344,42 @@ export async function run(s: SuiteRun): Promise<void> {
       for (const c of conns.values()) c.client.close()
     }
 
+    if (s.wants(BEHIND_READ_BLOCK)) {
+      // psycopg's, JDBC's and SQLAlchemy's default (autocommit off): a block opened for a read, then idle.
+      const perSample = Math.max(3, Math.round(10 * cfg.scale))
+      for (let r = 0; r < rounds; r++) {
+        for (let k = 0; k < live.length; k++) {
+          const sv = live[(k + r) % live.length]!
+          if (failed.has(sv.path)) continue
+          let idler: PgClient | undefined
+          let asker: PgClient | undefined
+          try {
+            idler = await connect(sv)
+            asker = await connect(sv)
+            await asker.query(queryOf('select by pk', r))
+            const lat: number[] = []
+            for (let i = 0; i < perSample; i++) {
+              await idler.query('begin')
+              await idler.query('select count(*) from t1')
+              const ends = new Promise((resolve) => setTimeout(resolve, READ_BLOCK_HOLD_MS)).then(() => idler!.query('commit'))
+              const t = performance.now()
+              const res = await asker.query(queryOf('select by pk', i + r))
+              lat.push(performance.now() - t)
+              if (res.rows.length !== 1) throw new Error(`${res.rows.length} rows, expected 1`)
+              await ends
+            }
+            push(BEHIND_READ_BLOCK, sv.path, lat)
+          } catch (err) {
+            failed.set(sv.path, `behind a read block: ${errorText(err)}`)
+          } finally {
+            await idler?.end().catch(() => {})
+            await asker?.end().catch(() => {})
+          }
+        }
+      }
+      s.progress('behind a read block done')
+    }
+
     if (s.wants(PGBENCH) && pgbench.ok) {
       const bin = pgbench.value
       const ready: Server[] = []
@@ -387,6 +427,7 @@ export async function run(s: SuiteRun): Promise<void> {
   s.ratio(`${pk16} throughput: pgwasm socket / pglite-socket (above 1 is better)`, { case: `${pk16}: throughput`, path: OURS }, { case: `${pk16}: throughput`, path: 'pglite-socket' })
   s.ratio(`${pk1} latency: pgwasm socket / native pg`, { case: `${pk1}: latency`, path: OURS }, { case: `${pk1}: latency`, path: 'native pg' })
   s.ratio('pgbench tps: pgwasm socket / pglite-socket (target >= 2, above 1 is better)', { case: PGBENCH, path: OURS }, { case: PGBENCH, path: 'pglite-socket' })
+  s.ratio('select by pk behind an idle read-only transaction: pgwasm socket / native pg (target <= 2)', { case: BEHIND_READ_BLOCK, path: OURS }, { case: BEHIND_READ_BLOCK, path: 'native pg' })
   for (const { name, unit } of caseNames()) {
     if (!s.wants(name)) continue
     for (const sv of servers) {

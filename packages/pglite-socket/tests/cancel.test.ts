@@ -36,7 +36,7 @@ describe('CancelRequest', () => {
     await holder.query('commit')
     expect((await waiter.query('select n from c order by n')).rows).toEqual([{ n: 1 }])
     // The extended protocol too: Parse/Bind/Execute/Sync answered by one error.
-    await holder.query('begin')
+    await holder.query('begin; select pg_current_xact_id()')
     const extended = waiter.query({ name: 'ins', text: 'insert into c values ($1)', values: [3] })
     await stillWaiting(extended)
     await cancel(waiter)
@@ -63,7 +63,8 @@ describe('CancelRequest', () => {
   it('ignores a CancelRequest with the wrong secret: the queued query runs when its turn comes', async () => {
     const holder = await served.connect()
     const waiter = await served.connect()
-    await holder.query('begin')
+    // A block with a transaction id keeps the engine (a read-only one would let it go: transaction-parking.ts).
+    await holder.query('begin; select pg_current_xact_id()')
     const queued = waiter.query('select 42 as n')
     await stillWaiting(queued)
     await cancel(waiter, ((waiter as unknown as { secretKey: number }).secretKey ^ 1) >>> 0)

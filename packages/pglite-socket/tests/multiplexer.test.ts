@@ -217,7 +217,8 @@ describe('LISTEN / NOTIFY routing', () => {
     const a = await connect()
     const b = await connect()
     await a.query('listen busy_ch')
-    await b.query('begin')
+    // A block with a transaction id keeps the engine (a read-only one would let it go: transaction-parking.ts).
+    await b.query('begin; select pg_current_xact_id()')
     const fromA = track(a.query("select 'a-result' as v"))
     await b.query("notify busy_ch, 'during'")
     expect(fromA.settled()).toBe(false)

@@ -10,6 +10,7 @@ export type {
 export type { PGliteExtension, PGliteExtensionSetup, PGliteOptions } from './options.js'
 export type { PGliteInterface } from './interface.js'
 export type { SessionTimeouts } from './engine/backend/backend-types.js'
+export type { TransactionBlock } from './engine/backend/transaction-block.js'
 export type { UtilityStatement, UtilityRefusal } from './engine/hooks/utility-hook.js'
 export type { ActivityRow } from './engine/hooks/activity-report.js'
 export type { DumpCompression, DataDirArchive } from './fs/dump.js'

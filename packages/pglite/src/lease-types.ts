@@ -1,6 +1,7 @@
 import type { ActivityRow } from './engine/hooks/activity-report.js'
 import type { SessionTimeouts } from './engine/backend/backend-types.js'
 import type { UtilityRefusal, UtilityStatement } from './engine/hooks/utility-hook.js'
+import type { TransactionBlock } from './engine/backend/transaction-block.js'
 
 /** Exclusive use of the engine, from {@link PGlite.lease}. */
 export interface EngineLease {
@@ -87,6 +88,21 @@ export interface EngineLease {
    * free to take.
    */
   readonly advisoryReleases: number
+  /**
+   * How many calls so far may have taken a transaction-level advisory lock
+   * (`pg_advisory_xact_lock()` and its kin, in any SQL): a count that only
+   * grows, so a server can tell whether its client's transaction holds one
+   * without reading `pg_locks`.
+   */
+  readonly advisoryXactLocks: number
+  /**
+   * The open transaction block's isolation level, access mode, whether it
+   * has a transaction id and how many savepoints it holds, read from the
+   * engine's memory between requests (no statement runs); undefined
+   * outside a block. A server asks it to tell whether a client's block
+   * could end and begin again unnoticed.
+   */
+  transactionBlock(): TransactionBlock | undefined
   /**
    * The pids (as {@link runFor} named their clients; 0: an in-process
    * caller) that hold the session-level advisory lock `key`, as the 55P03

@@ -176,6 +176,55 @@ describe('lease', () => {
   })
 })
 
+describe('lease.transactionBlock', () => {
+  it("reads the open block's isolation, access mode, transaction id and savepoints from the engine, as SQL reports them", async () => {
+    const db = await PGlite.create()
+    try {
+      await db.exec('create table tb (a int)')
+      const lease = await db.lease()
+      try {
+        const run = (sql: string): void => lease.execProtocolRawStream(serialize.query(sql), () => {})
+        expect(lease.transactionBlock()).toBeUndefined()
+        run('begin')
+        expect(lease.transactionBlock()).toEqual({ isolation: 'read committed', readOnly: false, deferrable: false, hasXid: false, savepoints: 0, cursors: 0 })
+        run('select count(*) from tb')
+        expect(lease.transactionBlock()?.hasXid).toBe(false)
+        run('savepoint s1; savepoint s2')
+        expect(lease.transactionBlock()?.savepoints).toBe(2)
+        run('release savepoint s1')
+        expect(lease.transactionBlock()?.savepoints).toBe(0)
+        // A write, or a row lock, gives the block its transaction id, as pg_current_xact_id_if_assigned() tells.
+        run('insert into tb values (1)')
+        expect(lease.transactionBlock()?.hasXid).toBe(true)
+        run('rollback')
+        expect(lease.transactionBlock()).toBeUndefined()
+        run('begin isolation level repeatable read, read only, deferrable')
+        expect(lease.transactionBlock()).toEqual({ isolation: 'repeatable read', readOnly: true, deferrable: true, hasXid: false, savepoints: 0, cursors: 0 })
+        run('commit; begin; select * from tb for update')
+        expect(lease.transactionBlock()?.hasXid).toBe(false)
+        run('rollback; insert into tb values (2); begin; select * from tb for update')
+        expect(lease.transactionBlock()?.hasXid).toBe(true)
+        run('rollback')
+        // Cursors that end with the block, however they were opened; a held one of an earlier block is not one.
+        run('declare held cursor with hold for select 1')
+        run('begin; declare c1 cursor for select * from tb')
+        expect(lease.transactionBlock()?.cursors).toBe(1)
+        run(`do $$ declare c refcursor := 'from_function'; begin open c for select 1; end $$`)
+        expect(lease.transactionBlock()?.cursors).toBe(2)
+        run('close c1; close from_function')
+        expect(lease.transactionBlock()?.cursors).toBe(0)
+        lease.execProtocolRawStream(concat([serialize.parse({ text: 'select 1' }), serialize.bind({ portal: 'bound' }), serialize.sync()]), () => {})
+        expect(lease.transactionBlock()?.cursors).toBe(1)
+        run('rollback; close held')
+      } finally {
+        lease.release()
+      }
+    } finally {
+      await db.close()
+    }
+  })
+})
+
 describe('lease.copyInFrom', () => {
   const copyData = (text: string) => serialize.copyData(Buffer.from(text))
   const run = (lease: Awaited<ReturnType<PGlite['lease']>>, sql: string, more: Uint8Array[]): string => {

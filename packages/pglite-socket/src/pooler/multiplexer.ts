@@ -47,6 +47,13 @@ export interface MuxClient {
   readonly closed?: boolean
   /** Ends its connection with a FATAL error (`pg_terminate_backend()` of its pid). */
   terminate?(code: string, message: string): void
+  /**
+   * Asked while it is pinned between batches and others wait: lets its
+   * transaction block go from the engine if nothing of it would be lost
+   * (session/transaction-parking.ts); true when it did, and it is not
+   * pinned any more.
+   */
+  park?(lease: EngineLease): boolean
   /** Who it is to the engine (`processId` as id and pid), made once rather than per batch. */
   readonly leaseClient?: LeaseClient
   /** The longest one of its requests may run before it is canceled (57014); undefined: no limit. */
@@ -126,6 +133,8 @@ export class Multiplexer {
   }
   #lease: EngineLease | undefined
   #leasing: Promise<void> | undefined
+  /** A client's work runs on the engine (a wait inside it, for a lease, may let others in here). */
+  #inBatch = false
   #idleRelease: ReturnType<typeof setTimeout> | undefined
   /**
    * Moves on whenever a later Parse of the same SQL might resolve or read
@@ -177,8 +186,10 @@ export class Multiplexer {
       lease.runFor(client.leaseClient ?? NO_CLIENT)
       // Its temporary relations by their names, and no other client's.
       if (!client.closed && this.objects.switchTo(lease, client)) this.cacheEpoch++
+      this.#inBatch = true
       return work(lease)
     } finally {
+      this.#inBatch = false
       this.#endTerminated(lease)
       if (this.#unhook) queueMicrotask(this.#clearRunner)
       if (!client.pinned) {
@@ -236,7 +247,9 @@ export class Multiplexer {
       return
     }
     if (this.#owner) {
-      await new Promise<void>((resolve, reject) => this.#waiters.push({ client, resolve, reject }))
+      const turn = new Promise<void>((resolve, reject) => this.#waiters.push({ client, resolve, reject }))
+      this.#parkOwner()
+      await turn
       // The previous owner handed the engine over: #owner is `client` now.
       return
     }
@@ -357,6 +370,25 @@ export class Multiplexer {
   /** Reads the engine's session-wide settings the server acts on. */
   readSettings(lease: EngineLease): void {
     this.idleSessionTimeoutMs = lease.sessionTimeouts.idleSessionTimeout
+  }
+
+  /** Whether clients wait for the engine. */
+  get othersWait(): boolean {
+    return this.#waiters.length > 0
+  }
+
+  /**
+   * A client now waits behind an owner that holds the engine between its
+   * batches, in a transaction block: the owner parks the block if it can,
+   * and the engine goes to the waiters.
+   */
+  #parkOwner(): void {
+    const owner = this.#owner
+    const lease = this.#lease
+    if (!owner?.pinned || !owner.park || !lease || this.#leasing || this.#inBatch) return
+    if (!owner.park(lease)) return
+    this.#keepSettings(owner, lease)
+    this.release(owner)
   }
 
   /** Gives the engine back (to the next waiting client, or to the instance). */

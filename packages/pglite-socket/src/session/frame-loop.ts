@@ -7,6 +7,7 @@ import type { FrameReader } from '../wire/frame-reader.js'
 import { StatementRenamer } from '../wire/rename.js'
 import { EXTENDED_TYPES, decodeUtf8, errorResponse, readInt32, readyForQuery, statusLetter } from '../wire/wire.js'
 import type { CacheGate } from './cache-gate.js'
+import type { TransactionParking } from './transaction-parking.js'
 import type { SessionCopyIn } from './copy-in.js'
 import { aliasFrame, nulAfter, parsesCopyFromClient, withSql } from './frame-edits.js'
 import type { SessionHost, Transport } from './session-host.js'
@@ -44,6 +45,8 @@ export interface FrameLoopHost {
   readonly cacheGate: CacheGate
   readonly copy: SessionCopyIn
   readonly marks: BatchMarks
+  /** What may keep the client's transaction block on the engine (transaction-parking.ts). */
+  readonly parking: Pick<TransactionParking, 'noteSql'>
   readonly rewriteClient: RewriteClient
   /** An extended-protocol sequence is open (no Sync after it yet). */
   unsynced: boolean
@@ -175,6 +178,7 @@ export class FrameLoop {
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
         if (type === Frontend.Parse && buffer[at + 5] !== 0) host.marks.namesStatement = true
+        host.parking.noteSql(buffer, sqlStart, sqlEnd)
         // pg_stat_activity's query: the batch's first statement, copied once (a pipeline holds hundreds).
         if (!activityNoted) {
           host.marks.activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))

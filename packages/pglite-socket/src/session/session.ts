@@ -19,6 +19,7 @@ import { StatementRenamer } from '../wire/rename.js'
 import { CacheGate } from './cache-gate.js'
 import { LeaseObjectMemory } from './object-memory.js'
 import { clientUtilityRules } from './utility-rules.js'
+import { TransactionParking } from './transaction-parking.js'
 import { LeaseScriptEngine } from '../copy/script-engine.js'
 import { startupFromParams } from './startup.js'
 import { NO_SETTINGS, startupSettings, type ClientSettings } from '../pooler/session-settings.js'
@@ -91,7 +92,9 @@ export class Session implements MuxClient {
   readonly #splitter = new OutputSplitter()
   readonly #output: ClientOutput
   #listens: ListenRouting | undefined
+  /** The client is in a transaction block (as it was told: the engine may hold it parked, see transaction-parking.ts). */
   #inTransaction = false
+  readonly #parking = new TransactionParking()
   #unsynced = false
   /** Last ReadyForQuery status byte (I, T or E) this client was sent. */
   #status: number = TxStatus.Idle
@@ -108,21 +111,25 @@ export class Session implements MuxClient {
     const key = started ?? newProcessKey()
     this.processId = key.processId
     this.secret = key.secret
+    const utilityRules = clientUtilityRules(this.processId, {
+      heard: (kind, channel) => {
+        // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
+        this.#listens?.heard(kind, channel)
+        this.#batchListens = true
+      },
+      // A function's set_config() or dynamic SET: the settings are read after the batch.
+      settingChanged: () => (this.#splitter.meaningMayChange = true),
+      objectMade: this.#objectMemory.made,
+      objectDropped: this.#objectMemory.dropped,
+      othersCursor: (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false,
+    })
     this.leaseClient = {
       id: this.processId,
       pid: this.processId,
-      checkUtility: clientUtilityRules(this.processId, {
-        heard: (kind, channel) => {
-          // Dynamic SQL's LISTEN and UNLISTEN route too; others' LISTENs come back after the batch.
-          this.#listens?.heard(kind, channel)
-          this.#batchListens = true
-        },
-        // A function's set_config() or dynamic SET: the settings are read after the batch.
-        settingChanged: () => (this.#splitter.meaningMayChange = true),
-        objectMade: this.#objectMemory.made,
-        objectDropped: this.#objectMemory.dropped,
-        othersCursor: (name) => this.#mux?.objects.isOthersCursor(name, this) ?? false,
-      }),
+      checkUtility: (statement) => {
+        this.#parking.noteUtility(statement.tag)
+        return utilityRules(statement)
+      },
       signalOther: (pid, signal) => this.#host.signal(pid, signal),
       statementName: (name) => this.#renamer.sqlName(name),
     }
@@ -147,6 +154,7 @@ export class Session implements MuxClient {
       renamer: this.#renamer,
       cacheGate: this.#cacheGate,
       marks: this.#marks,
+      parking: this.#parking,
       get copy() {
         return session.#copy
       },
@@ -228,7 +236,24 @@ export class Session implements MuxClient {
   }
 
   get pinned(): boolean {
-    return this.#state !== 'closed' && (this.#inTransaction || this.#unsynced)
+    return this.#state !== 'closed' && ((this.#inTransaction && !this.#parking.parked) || this.#unsynced)
+  }
+
+  /**
+   * MuxClient: another client waits while this one, between statements,
+   * holds the engine in a block that may be parked (transaction-parking.ts).
+   * True when it was: the engine may go to the others.
+   */
+  park(lease: EngineLease): boolean {
+    return !this.#waits.active && this.#parkBlock(lease)
+  }
+
+  /** Parks its block if it is idle between statements, with no more of its input here. */
+  #parkBlock(lease: EngineLease): boolean {
+    const copy = this.#copy
+    if (this.#state !== 'ready' || this.#status !== TxStatus.InBlock || this.#unsynced || this.#input.buffered > 0) return false
+    if (copy.waiting || copy.streaming || copy.extendedPending) return false
+    return this.#parking.park(lease)
   }
 
   get isClosed(): boolean {
@@ -339,6 +364,7 @@ export class Session implements MuxClient {
     // Closed while waiting for the engine: the cleanup owns what is left.
     if (this.#state === 'closed') return
     const startedAt = performance.now()
+    this.#parking.beforeBatch(lease, this.#inTransaction)
     this.#activity.queryStarted()
     const marks = this.#marks
     const refusal = this.#objectMemory.admit(lease, marks.namesStatement, marks.closesObject)
@@ -387,6 +413,8 @@ export class Session implements MuxClient {
       return
     }
     this.#output.flush()
+    // Others wait for the engine: a block that may be parked lets it go now (the multiplexer releases it).
+    if (this.#inTransaction && this.#mux!.othersWait) this.#parkBlock(lease)
   }
 
   /**
@@ -425,6 +453,7 @@ export class Session implements MuxClient {
     await this.#mux!.run(this, (lease) => {
       if (this.#state === 'closed') return
       const startedAt = performance.now()
+      this.#parking.beforeBatch(lease, this.#inTransaction)
       let waiting = false
       const wasInTransaction = this.#inTransaction
       this.#objectMemory.running(lease)
@@ -467,6 +496,7 @@ export class Session implements MuxClient {
     this.#activity.statusChanged(this.#status, status)
     this.#status = status
     this.#inTransaction = status !== TxStatus.Idle
+    if (!this.#inTransaction) this.#parking.ended()
   }
 
   /** Its row of `pg_stat_activity` (MuxClient); `running`: its statement is the one the engine runs. */

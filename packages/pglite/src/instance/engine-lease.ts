@@ -105,6 +105,10 @@ export async function takeLease(host: LeaseHost): Promise<EngineLease> {
     get advisoryReleases() {
       return backend.advisoryReleases
     },
+    get advisoryXactLocks() {
+      return backend.advisoryXactLocks
+    },
+    transactionBlock: () => (released || backend.deadError ? undefined : backend.transactionBlock()),
     release: () => {
       if (!released) {
         backend.setClient(undefined)

@@ -18,6 +18,7 @@ import { FrameWriter } from '../wire/frame-writer.js'
 import { TxStatus } from '../wire/message-codes.js'
 import { RequestWire } from './request-wire.js'
 import { isErrorExit, recoverFromError, stackDepthError } from './error-recovery.js'
+import { readTransactionBlock, type TransactionBlock } from './transaction-block.js'
 
 /** `callMain` returns this when the backend is up and waiting (docs/engine.md). */
 const EXIT_ALIVE = 99
@@ -280,6 +281,11 @@ export class Backend {
     return this.#blank.clients.releases
   }
 
+  /** How many calls so far may have taken a transaction-level advisory lock (a count that only grows). */
+  get advisoryXactLocks(): number {
+    return this.#blank.clients.xactLocks
+  }
+
   /** The key of the advisory lock last refused because another client holds it (55P03), once; undefined: none since. */
   takeRefusedLock(): string | undefined {
     const clients = this.#blank.clients
@@ -336,6 +342,13 @@ export class Backend {
   /** Whether the session is inside a transaction block (BEGIN ... COMMIT). */
   get inTransaction(): boolean {
     return this.#mod._IsTransactionBlock() !== 0
+  }
+
+  /** The open transaction block's state, read between requests (transaction-block.ts); undefined outside one. */
+  transactionBlock(): TransactionBlock | undefined {
+    const exports = this.#control.instance?.exports
+    if (this.#inRequest || this.#dead || this.#closed || !exports || !this.inTransaction) return undefined
+    return readTransactionBlock(this.#mod, exports)
   }
 
   /**

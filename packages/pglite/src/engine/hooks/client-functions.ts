@@ -140,6 +140,8 @@ export class ClientFunctions {
   #terminations: number[] = []
   /** Counts the session advisory locks let go of, so a server can tell when a refused lock may be free. */
   releases = 0
+  /** Counts the calls that may have taken a transaction-level advisory lock (they reached Postgres' own function). */
+  xactLocks = 0
   /** The key of the last advisory lock refused because another client holds it (undefined once taken). */
   refusedLock: string | undefined
 
@@ -282,6 +284,7 @@ export class ClientFunctions {
           if (op.wait) this.#refuse(key)
           return 0
         }
+        this.xactLocks++
         return native(fcinfo)
       }
     }
