@@ -96,6 +96,17 @@ describe('the server default for idle transactions', () => {
   })
 })
 
+/** Waits for the client's FATAL 25P04; 15 s, not 5: a CI run with the engine build beside it once took longer, and how fast is not what this tests. */
+function endedWithTransactionTimeout(client: TestClient): Promise<void> {
+  return within(
+    (async () => {
+      while (!client.errors.some((e) => (e as Error & { code?: string }).code === '25P04')) await new Promise((resolve) => setTimeout(resolve, 20))
+    })(),
+    15_000,
+    'the FATAL 25P04',
+  )
+}
+
 describe('transaction_timeout', () => {
   const served = useServedDatabase({}, (db) => db.exec('create table tx_work (client int, n int)'))
 
@@ -105,14 +116,7 @@ describe('transaction_timeout', () => {
     // Long enough that the loop has started when it runs out, on a loaded machine too; else the idle transaction is ended first.
     await looping.query("set local transaction_timeout = '1s'")
     await expect(within(looping.query('do $$ begin loop end loop; end $$'), 10_000, 'the loop to be stopped')).rejects.toMatchObject({ code: '57014' })
-    // 15 s, not 5: a CI run with the engine build beside it once took longer, and how fast is not what this tests.
-    await within(
-      (async () => {
-        while (!looping.errors.some((e) => (e as Error & { code?: string }).code === '25P04')) await new Promise((resolve) => setTimeout(resolve, 20))
-      })(),
-      15_000,
-      'the FATAL 25P04',
-    )
+    await endedWithTransactionTimeout(looping)
     const other = await served.connect()
     expect((await other.query('select 1 as one')).rows).toEqual([{ one: 1 }])
   })
@@ -123,13 +127,7 @@ describe('transaction_timeout', () => {
     // 1.5 s after BEGIN came, and the client then ended, as PostgreSQL counts from the block's start.
     await looping.query("begin; set local transaction_timeout = '1500ms'; select pg_sleep(0.6)")
     await expect(within(looping.query('do $$ begin loop end loop; end $$'), 10_000, 'the loop to be stopped')).rejects.toMatchObject({ code: '57014' })
-    await within(
-      (async () => {
-        while (!looping.errors.some((e) => (e as Error & { code?: string }).code === '25P04')) await new Promise((resolve) => setTimeout(resolve, 20))
-      })(),
-      15_000,
-      'the FATAL 25P04',
-    )
+    await endedWithTransactionTimeout(looping)
   })
 
   it('ends a client whose transaction outlasts its transaction_timeout with FATAL 25P04, though it keeps sending queries', async () => {
