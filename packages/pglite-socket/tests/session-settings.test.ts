@@ -69,6 +69,32 @@ describe('per-client session settings', () => {
     }
   })
 
+  it('gives a client that logs in the ALTER DATABASE / ALTER ROLE ... SET settings stored before, with their precedence, under its startup parameters', async () => {
+    const admin = await served.connect()
+    await admin.query("create role settings_user login; alter database postgres set work_mem = '5MB'; alter database postgres set statement_timeout = '11s'")
+    await admin.query("alter role settings_user set work_mem = '6MB'; alter role settings_user in database postgres set statement_timeout = '22s'")
+    await admin.query("alter role all set lock_timeout = '3s'")
+    try {
+      const read = `select current_setting('work_mem') as wm, current_setting('statement_timeout') as st, current_setting('lock_timeout') as lt, current_setting('application_name') as app`
+      // Connected before: as on PostgreSQL, stored settings apply at login only.
+      expect((await admin.query(read)).rows).toEqual([{ wm: '4MB', st: '0', lt: '0', app: '' }])
+      const asPostgres = await served.connect()
+      const asUser = await served.connect({ user: 'settings_user' })
+      const overridden = await served.connect({ user: 'settings_user', options: '-c work_mem=9MB' })
+      for (let round = 0; round < 2; round++) {
+        expect((await asPostgres.query(read)).rows).toEqual([{ wm: '5MB', st: '11s', lt: '3s', app: '' }])
+        expect((await asUser.query(read)).rows).toEqual([{ wm: '6MB', st: '22s', lt: '3s', app: '' }])
+        expect((await overridden.query(read)).rows).toEqual([{ wm: '9MB', st: '22s', lt: '3s', app: '' }])
+        expect((await admin.query(read)).rows).toEqual([{ wm: '4MB', st: '0', lt: '0', app: '' }])
+      }
+    } finally {
+      await admin.query('alter database postgres reset all; alter role all reset all; alter role settings_user reset all; alter role settings_user in database postgres reset all')
+    }
+    // Stored no more: the next login gets none of it.
+    const after = await served.connect()
+    expect((await after.query(`select current_setting('work_mem') as wm`)).rows).toEqual([{ wm: '4MB' }])
+  })
+
   it('keeps a SET made inside a transaction only if it commits', async () => {
     const a = await served.connect()
     const b = await served.connect()

@@ -3,6 +3,7 @@ import type { ActivityRow, EngineLease, LeaseClient } from '@pgwasm/pglite'
 import { applyClientSettings, meaningChanges, NO_SETTINGS, readClientSettings, sameSettings, type ClientSettings, type SessionDefaults } from './session-settings.js'
 import { deadlockOf, LockWaitFailure, type LockWaiter } from '../sql/lock-wait.js'
 import { SessionObjects } from './session-objects.js'
+import { LoginSettings } from './login-settings.js'
 import { readReported, type ReportedSettings } from './reported-settings.js'
 import { concat, cstrings, frame, int32s, queryMessage, readRows } from '../wire/wire.js'
 
@@ -33,6 +34,11 @@ export interface MuxClient {
   readonly processId?: number
   /** Its own session settings, put back on the session when it takes the engine (session-settings.ts). */
   settings?: ClientSettings
+  /**
+   * The user it logged in as, until its first batch put the stored
+   * `ALTER ROLE/DATABASE ... SET` settings for it under its own (login-settings.ts).
+   */
+  loginUser?: string
   /** Its last batch may have changed a setting: they are read again when it lets the engine go. */
   settingsChanged?: boolean
   /**
@@ -135,6 +141,7 @@ export class Multiplexer {
   #leasing: Promise<void> | undefined
   /** A client's work runs on the engine (a wait inside it, for a lease, may let others in here). */
   #inBatch = false
+  readonly #loginSettings = new LoginSettings()
   #idleRelease: ReturnType<typeof setTimeout> | undefined
   /**
    * Moves on whenever a later Parse of the same SQL might resolve or read
@@ -181,6 +188,11 @@ export class Multiplexer {
       lease.limitTime(client.timeLimitMs)
       lease.stopWhen(client.stopRequested)
       if (client.processId !== undefined && !client.closed) this.#clients.set(client.processId, client)
+      if (client.loginUser !== undefined && !client.closed) {
+        lease.runFor(NO_CLIENT)
+        client.settings = this.#loginSettings.forLogin(lease, client.loginUser, client.settings ?? NO_SETTINGS)
+        client.loginUser = undefined
+      }
       this.#restoreSettings(client, lease)
       // pg_backend_pid(), session advisory locks and the utility rules answer for this client.
       lease.runFor(client.leaseClient ?? NO_CLIENT)

@@ -191,7 +191,10 @@ export class Session implements MuxClient {
       noteListens: (sql) => this.#listens!.note(sql),
       runBatch: (message, listenChanged, meaning) => this.#runBatch(message, listenChanged, meaning),
       // Its startup parameters are its first settings (put on the session with its first batch).
-      startup: (request) => (this.settings = startupSettings(request.params)),
+      startup: (request) => {
+        this.settings = startupSettings(request.params)
+        this.loginUser = request.params.get('user') ?? 'postgres'
+      },
       get reports() {
         return session.#reports
       },
@@ -268,6 +271,8 @@ export class Session implements MuxClient {
   settings: ClientSettings = NO_SETTINGS
   /** Its last batch may have changed one (MuxClient). */
   settingsChanged = false
+  /** Until its first batch: the user whose stored settings it gets (MuxClient). */
+  loginUser: string | undefined
   readonly #activity = new ClientActivity()
   /** Set by the multiplexer when it put back settings others had changed (MuxClient). */
   reportDue = false
