@@ -111,3 +111,18 @@ describe('per-client session settings', () => {
     expect((await b.query(`select current_setting('DateStyle') as v`)).rows).toEqual([{ v: 'ISO, MDY' }])
   })
 })
+
+describe('stored settings under the role option', () => {
+  const served = useServedDatabase({ role: 'app' })
+
+  it("gives every new client the settings stored for the role all clients run as, whatever user name it logged in with", async () => {
+    const first = await served.connect()
+    // Under --role app, a client may store settings for its own role (not the database's: app does not own it).
+    await first.query("alter role app set work_mem = '7MB'")
+    const next = await served.connect({ user: 'postgres' })
+    expect((await next.query(`select current_user as who, current_setting('work_mem') as wm`)).rows).toEqual([{ who: 'app', wm: '7MB' }])
+    expect((await first.query(`select current_setting('work_mem') as wm`)).rows).toEqual([{ wm: '4MB' }])
+    await first.query('alter role app reset all')
+  })
+})
+

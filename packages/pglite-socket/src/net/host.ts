@@ -139,6 +139,10 @@ export class DatabaseHost implements SessionHost {
   readonly authThrottle = new AuthThrottle()
   readonly #createOnConnect: boolean
   serverVersion = '18.0'
+
+  get role(): string | undefined {
+    return this.#role
+  }
   readonly #main: SocketDatabase
   readonly #mainName: string
   readonly #others = new Map<string, Promise<SocketDatabase>>()

@@ -47,6 +47,8 @@ export interface SessionHost {
   readonly copyStallMs: number
   readonly authThrottle: AuthThrottle
   readonly serverVersion: string
+  /** The role every client runs as (the `role` option), whatever user name it logged in with. */
+  readonly role?: string
   /**
    * The multiplexer of the named database, creating its instance on first use.
    * @throws {UnknownDatabaseError} (`code` 'UNKNOWN_DATABASE') for a database it does not have.

@@ -193,7 +193,8 @@ export class Session implements MuxClient {
       // Its startup parameters are its first settings (put on the session with its first batch).
       startup: (request) => {
         this.settings = startupSettings(request.params)
-        this.loginUser = request.params.get('user') ?? 'postgres'
+        // Under the role option every client is that role, and gets its stored settings.
+        this.loginUser = host.role ?? request.params.get('user') ?? 'postgres'
       },
       get reports() {
         return session.#reports
