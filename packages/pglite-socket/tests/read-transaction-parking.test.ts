@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { within } from '@pgwasm/test-support/async'
+import { SYNC, bindFrame, executeFrame, parseFrame, queryFrame } from '@pgwasm/test-support/frontend'
+import { RawClient } from '@pgwasm/test-support/raw-client'
 import { useServedDatabase, type TestClient } from './helpers.js'
 
 /** Long enough for a query that is not waiting to have answered, on a loaded machine too. */
@@ -150,6 +152,31 @@ describe('a read-only transaction block between statements', () => {
       await holder.end()
     })
   }
+
+  it('keeps the engine for a block that executed a portal for some rows only, to execute it on after its Sync', async () => {
+    const raw = new RawClient(served.port)
+    try {
+      await raw.handshake()
+      raw.write(queryFrame('begin'))
+      await raw.until('Z')
+      // Two of the rows, then Sync: the unnamed portal stays suspended in the block.
+      raw.write(Buffer.concat([parseFrame('select id from parked, generate_series(1, 5)'), bindFrame(), executeFrame('', 2), SYNC]))
+      const first = await raw.until('Z')
+      expect(first.map((m) => m.type).join('')).toBe('12DDsZ')
+      const other = await served.connect()
+      const waiting = other.query('select 1 as one')
+      expect(await stillWaiting(waiting)).toBe(true)
+      // The same portal, on: the rest of its rows.
+      raw.write(Buffer.concat([executeFrame('', 0), SYNC]))
+      const rest = await raw.until('Z')
+      expect(rest.map((m) => m.type).join('')).toBe('DDDCZ')
+      raw.write(queryFrame('commit'))
+      await raw.until('Z')
+      expect(((await waiting) as { rows: unknown[] }).rows).toEqual([{ one: 1 }])
+    } finally {
+      raw.destroy()
+    }
+  })
 
   it('keeps the engine for a REPEATABLE READ block: its snapshot would be lost', async () => {
     const holder = await readingBlock('begin isolation level repeatable read')

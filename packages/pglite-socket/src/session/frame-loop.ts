@@ -46,7 +46,7 @@ export interface FrameLoopHost {
   readonly copy: SessionCopyIn
   readonly marks: BatchMarks
   /** What may keep the client's transaction block on the engine (transaction-parking.ts). */
-  readonly parking: Pick<TransactionParking, 'noteSql'>
+  readonly parking: Pick<TransactionParking, 'noteSql' | 'notePartialExecute'>
   readonly rewriteClient: RewriteClient
   /** An extended-protocol sequence is open (no Sync after it yet). */
   unsynced: boolean
@@ -225,6 +225,8 @@ export class FrameLoop {
         if (sql !== undefined) replaced = withSql(buffer, at, size, sqlStart, sqlEnd, sql)
       }
       if (type === Frontend.Close && buffer[at + 6] !== 0) host.marks.closesObject = true
+      // An Execute of some rows only: the portal may be executed on after a Sync, in the same block.
+      else if (type === Frontend.Execute && executesSomeRows(buffer, at, size)) host.parking.notePartialExecute()
       if (EXTENDED_TYPES.has(type)) host.unsynced = true
       else if (type === Frontend.Sync || type === Frontend.Query) host.unsynced = false
       const alias = host.cacheGate.aliasFor(type, buffer, at)
@@ -306,4 +308,10 @@ export class FrameLoop {
     if (this.#syncTimer) clearTimeout(this.#syncTimer)
     this.#syncTimer = undefined
   }
+}
+
+/** Whether the Execute frame at `at` asks for a number of rows (not all of them). */
+function executesSomeRows(buffer: Uint8Array, at: number, size: number): boolean {
+  const maxRows = nulAfter(buffer, at + 5, at + size) + 1
+  return maxRows + 4 <= at + size && readInt32(buffer, maxRows) !== 0
 }

@@ -67,6 +67,15 @@ export class TransactionParking {
     if (!this.#touched && mentionsAny(bytes, from, to, BLOCK_BOUND_WORDS)) this.#touched = true
   }
 
+  /**
+   * The client executed a portal for some rows only: it may execute it on
+   * after its Sync, in the same block, and an unnamed portal is not seen
+   * among the block's cursors.
+   */
+  notePartialExecute(): void {
+    this.#touched = true
+  }
+
   /** The client's block ended (it is idle): the next one starts untouched. */
   ended(): void {
     this.#touched = false
