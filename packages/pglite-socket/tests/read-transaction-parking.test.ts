@@ -61,6 +61,15 @@ describe('a read-only transaction block between statements', () => {
     await served.db.exec('delete from parked where id <> 1')
   })
 
+  it('lets an in-process caller of the same instance run too, and the block goes on after it', async () => {
+    const reader = await readingBlock()
+    expect((await within(served.db.query<{ one: number }>('select 1 as one'), 10_000, "the in-process caller's query")).rows).toEqual([{ one: 1 }])
+    await within(served.db.exec("insert into parked values (7, 'seven')"), 10_000, "the in-process caller's insert")
+    expect((await reader.query('select count(*)::int as n from parked')).rows).toEqual([{ n: 2 }])
+    await reader.query('commit')
+    await served.db.exec('delete from parked where id <> 1')
+  })
+
   it('keeps what it writes after it was let go atomic: a ROLLBACK undoes it, a COMMIT keeps it', async () => {
     const other = await served.connect()
     for (const end of ['rollback', 'commit']) {

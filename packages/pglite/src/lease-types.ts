@@ -64,6 +64,14 @@ export interface EngineLease {
    */
   whileBusy(beat: (() => void) | undefined): void
   /**
+   * While the lease is held, `callback` is called each time another caller
+   * starts to wait for the engine ({@link othersWaiting} turns true then), in
+   * that caller's own call: it must not use the lease before a later turn
+   * (a microtask). A server lets go of the engine then if it can.
+   * `undefined`: none. Ends with the lease.
+   */
+  whenOthersWait(callback: (() => void) | undefined): void
+  /**
    * Where a later exec of this lease that runs `COPY ... FROM STDIN` gets
    * the rest of its data once it has read all of its message: `next` is
    * called (synchronously, inside the exec) for whole CopyData frames, the

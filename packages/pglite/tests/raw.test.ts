@@ -176,6 +176,38 @@ describe('lease', () => {
   })
 })
 
+describe('lease.whenOthersWait', () => {
+  it('calls back as each caller starts to wait, until the lease is released', async () => {
+    const db = await PGlite.create()
+    try {
+      const lease = await db.lease()
+      const seen: boolean[] = []
+      lease.whenOthersWait(() => seen.push(lease.othersWaiting))
+      const first = db.query('select 1 as n')
+      const second = db.query('select 2 as n')
+      try {
+        await expect.poll(() => seen).toEqual([true, true])
+      } finally {
+        lease.release()
+      }
+      expect((await first).rows).toEqual([{ n: 1 }])
+      expect((await second).rows).toEqual([{ n: 2 }])
+      // Released: the next lease's waiters call nobody back.
+      const next = await db.lease()
+      const third = db.query('select 3 as n')
+      try {
+        await expect.poll(() => next.othersWaiting).toBe(true)
+        expect(seen).toHaveLength(2)
+      } finally {
+        next.release()
+      }
+      expect((await third).rows).toEqual([{ n: 3 }])
+    } finally {
+      await db.close()
+    }
+  })
+})
+
 describe('lease.transactionBlock', () => {
   it("reads the open block's isolation, access mode, transaction id and savepoints from the engine, as SQL reports them", async () => {
     const db = await PGlite.create()

@@ -279,6 +279,7 @@ export class Multiplexer {
         lease.reportActivity(this.#activity)
         // In-process callers' long statements open the door to new clients too.
         lease.whileBusy(this.whileBusy)
+        lease.whenOthersWait(this.#callerWaits)
         if (lease.restarts !== this.#restarts) this.#engineRestarted(lease)
         // Nothing ran since the engine was last ours: the session is as we left it.
         if (lease.restarts === this.#returned.restarts && lease.requests === this.#returned.requests) {
@@ -384,15 +385,18 @@ export class Multiplexer {
     this.idleSessionTimeoutMs = lease.sessionTimeouts.idleSessionTimeout
   }
 
-  /** Whether clients wait for the engine. */
+  /** Whether clients, or in-process callers of the instance, wait for the engine. */
   get othersWait(): boolean {
-    return this.#waiters.length > 0
+    return this.#waiters.length > 0 || (this.#lease?.othersWaiting ?? false)
   }
 
+  /** An in-process caller started to wait for the engine: a pinned owner parks its block if it can, on a later turn. */
+  readonly #callerWaits = (): void => queueMicrotask(() => this.#parkOwner())
+
   /**
-   * A client now waits behind an owner that holds the engine between its
-   * batches, in a transaction block: the owner parks the block if it can,
-   * and the engine goes to the waiters.
+   * A client (or an in-process caller) now waits behind an owner that holds
+   * the engine between its batches, in a transaction block: the owner parks
+   * the block if it can, and the engine goes to the waiters.
    */
   #parkOwner(): void {
     const owner = this.#owner

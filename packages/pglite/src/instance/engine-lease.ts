@@ -71,6 +71,9 @@ export async function takeLease(host: LeaseHost): Promise<EngineLease> {
     get othersWaiting() {
       return queue.hasWaiters
     },
+    whenOthersWait: (callback) => {
+      if (!released) queue.onWaiter = callback
+    },
     runFor: (client) => {
       if (!released) backend.setClient(client)
     },
@@ -111,6 +114,7 @@ export async function takeLease(host: LeaseHost): Promise<EngineLease> {
     transactionBlock: () => (released || backend.deadError ? undefined : backend.transactionBlock()),
     release: () => {
       if (!released) {
+        queue.onWaiter = undefined
         backend.setClient(undefined)
         backend.timeLimitMs = undefined
         backend.stopWhen = undefined

@@ -7,10 +7,15 @@ export class ExecQueue {
   #waiters: ((value?: undefined) => void)[] = []
   #head = 0
   #busy = false
+  /** Called when a job starts to wait behind the running one (see `EngineLease.whenOthersWait`). */
+  onWaiter: (() => void) | undefined
 
   async run<T>(job: () => Promise<T> | T): Promise<T> {
-    if (this.#busy) await new Promise<undefined>((resolve) => this.#waiters.push(resolve))
-    else this.#busy = true
+    if (this.#busy) {
+      const turn = new Promise<undefined>((resolve) => this.#waiters.push(resolve))
+      this.onWaiter?.()
+      await turn
+    } else this.#busy = true
     try {
       return await job()
     } finally {
