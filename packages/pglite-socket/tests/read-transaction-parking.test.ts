@@ -28,7 +28,9 @@ describe('a read-only transaction block between statements', () => {
   const served = useServedDatabase({}, (db) =>
     db.exec(`create table parked (id int primary key, note text); insert into parked values (1, 'one');
       create function open_parked_cursor() returns refcursor language plpgsql as $$
-        declare c refcursor := 'fn_cursor'; begin open c for select * from parked; return c; end $$`),
+        declare c refcursor := 'fn_cursor'; begin open c for select * from parked; return c; end $$;
+      create function notify_parked() returns void language plpgsql as $$ begin perform pg_notify('parked', 'from a function'); end $$;
+      select lo_create(4242)`),
   )
 
   async function readingBlock(begin = 'begin'): Promise<TestClient> {
@@ -144,6 +146,9 @@ describe('a read-only transaction block between statements', () => {
     ['a cursor', ['declare c1 cursor for select * from parked']],
     ['a transaction-level advisory lock', ['select pg_advisory_xact_lock(42)']],
     ['pg_notify()', ["select pg_notify('parked', 'hello')"]],
+    ['pg_notify() inside a function', ['select notify_parked()']],
+    ['LOCK TABLE in a DO block', ['do $$ begin lock table parked in access share mode; end $$']],
+    ['a large object opened for reading', ['select lo_open(4242, 262144)']],
     ['LISTEN', ['listen parked_channel']],
     ['an exported snapshot', ['select pg_export_snapshot()']],
     ['LOCK TABLE', ['lock table parked in access share mode']],

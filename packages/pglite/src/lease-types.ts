@@ -97,12 +97,15 @@ export interface EngineLease {
    */
   readonly advisoryReleases: number
   /**
-   * How many calls so far may have taken a transaction-level advisory lock
-   * (`pg_advisory_xact_lock()` and its kin, in any SQL): a count that only
-   * grows, so a server can tell whether its client's transaction holds one
-   * without reading `pg_locks`.
+   * How many calls and statements so far, in any SQL (a function's, dynamic
+   * SQL), took something that lasts until the transaction ends and that
+   * {@link transactionBlock} does not show: a transaction-level advisory
+   * lock, a notification (`pg_notify()`, `NOTIFY`), `LOCK TABLE`, a
+   * large-object descriptor (`lo_open()`), an exported snapshot. A count
+   * that only grows: a server compares it with the count when its client's
+   * block began.
    */
-  readonly advisoryXactLocks: number
+  readonly blockBoundCalls: number
   /**
    * The open transaction block's isolation level, access mode, whether it
    * has a transaction id and how many savepoints it holds, read from the

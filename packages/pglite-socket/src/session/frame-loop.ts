@@ -46,7 +46,7 @@ export interface FrameLoopHost {
   readonly copy: SessionCopyIn
   readonly marks: BatchMarks
   /** What may keep the client's transaction block on the engine (transaction-parking.ts). */
-  readonly parking: Pick<TransactionParking, 'noteSql' | 'notePartialExecute'>
+  readonly parking: Pick<TransactionParking, 'notePartialExecute'>
   readonly rewriteClient: RewriteClient
   /** An extended-protocol sequence is open (no Sync after it yet). */
   unsynced: boolean
@@ -178,7 +178,6 @@ export class FrameLoop {
         const sqlEnd = nulAfter(buffer, sqlStart, end)
         if (!meaning && sqlMayChangeMeaning(buffer, sqlStart, sqlEnd)) meaning = true
         if (type === Frontend.Parse && buffer[at + 5] !== 0) host.marks.namesStatement = true
-        host.parking.noteSql(buffer, sqlStart, sqlEnd)
         // pg_stat_activity's query: the batch's first statement, copied once (a pipeline holds hundreds).
         if (!activityNoted) {
           host.marks.activitySql = buffer.slice(sqlStart, Math.min(sqlEnd, sqlStart + ACTIVITY_SQL_BYTES))

@@ -1,5 +1,4 @@
 import type { EngineLease } from '@pgwasm/pglite'
-import { mentionsAny } from '../sql/byte-scan.js'
 import { queryMessage } from '../wire/wire.js'
 
 /*
@@ -17,20 +16,15 @@ import { queryMessage } from '../wire/wire.js'
  * relations it read are no longer locked against ALTER or DROP between its
  * statements. A block is never parked once it did anything that ending it
  * would change or lose: an xid (any write, `SELECT ... FOR UPDATE`),
- * another isolation level, a cursor or named portal, a savepoint, a SET
- * (also `SET LOCAL`, `set_config()`), LISTEN, NOTIFY or `pg_notify()`, a
- * transaction-level advisory lock, `lo_open()`, an exported snapshot.
+ * another isolation level, a cursor or named portal (or a portal executed
+ * for some rows), a savepoint, a SET (also `SET LOCAL`, `set_config()`),
+ * LISTEN, NOTIFY or `pg_notify()`, LOCK TABLE, a transaction-level advisory
+ * lock, `lo_open()`, an exported snapshot, in its own SQL or in any
+ * function it called: the engine reports or counts each of them.
  */
 
 /** Utility statements that leave a block as it could be begun again. */
 const HARMLESS_UTILITY = new Set(['BEGIN', 'START TRANSACTION', 'COMMIT', 'ROLLBACK', 'SHOW', 'EXPLAIN', 'PREPARE', 'EXECUTE', 'DEALLOCATE'])
-
-/**
- * Words of SQL whose effect lasts until the block ends, for the statements
- * and calls the engine's utility hook does not report (LOCK TABLE, NOTIFY,
- * functions): a block whose SQL has one is not parked.
- */
-const BLOCK_BOUND_WORDS = ['lock', 'notify', 'pg_notify', 'lo_open', 'pg_export_snapshot']
 
 const COMMIT = queryMessage('commit')
 
@@ -49,8 +43,8 @@ export class TransactionParking {
   #parked: Modes | undefined
   /** Our own statements run: what the utility hook reports is not the client's. */
   #own = false
-  /** The engine's count of transaction-level advisory lock calls when the block began (or was begun again). */
-  #xactLocksAtStart = 0
+  /** The engine's count of calls whose effect lasts until the block ends, when the block began (or was begun again). */
+  #boundCallsAtStart = 0
 
   /** The client's block is parked: the engine holds no block of it. */
   get parked(): boolean {
@@ -60,11 +54,6 @@ export class TransactionParking {
   /** A utility statement the engine's hook reports for the client (SET and set_config() in functions' SQL too). */
   noteUtility(tag: string): void {
     if (!this.#own && !HARMLESS_UTILITY.has(tag)) this.#touched = true
-  }
-
-  /** SQL the client sent (a Query's or a Parse's text). */
-  noteSql(bytes: Uint8Array, from: number, to: number): void {
-    if (!this.#touched && mentionsAny(bytes, from, to, BLOCK_BOUND_WORDS)) this.#touched = true
   }
 
   /**
@@ -89,7 +78,7 @@ export class TransactionParking {
    */
   park(lease: EngineLease): boolean {
     // Only this client ran on the engine since the count was taken: a call since is its own.
-    if (this.#touched || this.#parked || lease.advisoryXactLocks !== this.#xactLocksAtStart) return false
+    if (this.#touched || this.#parked || lease.blockBoundCalls !== this.#boundCallsAtStart) return false
     // Read from the engine's memory: asking in SQL would cost the waiting client more than its own query.
     const block = lease.transactionBlock()
     if (!block || block.isolation !== 'read committed' || block.hasXid || block.savepoints > 0 || block.cursors > 0) return false
@@ -113,11 +102,11 @@ export class TransactionParking {
   beforeBatch(lease: EngineLease, inBlock: boolean): void {
     const modes = this.#parked
     if (!modes) {
-      if (!inBlock) this.#xactLocksAtStart = lease.advisoryXactLocks
+      if (!inBlock) this.#boundCallsAtStart = lease.blockBoundCalls
       return
     }
     this.#parked = undefined
-    this.#xactLocksAtStart = lease.advisoryXactLocks
+    this.#boundCallsAtStart = lease.blockBoundCalls
     this.#own = true
     try {
       const mode = `${modes.readOnly ? 'read only' : 'read write'}, ${modes.deferrable ? 'deferrable' : 'not deferrable'}`

@@ -108,8 +108,8 @@ export async function takeLease(host: LeaseHost): Promise<EngineLease> {
     get advisoryReleases() {
       return backend.advisoryReleases
     },
-    get advisoryXactLocks() {
-      return backend.advisoryXactLocks
+    get blockBoundCalls() {
+      return backend.blockBoundCalls
     },
     transactionBlock: () => (released || backend.deadError ? undefined : backend.transactionBlock()),
     release: () => {

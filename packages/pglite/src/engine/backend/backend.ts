@@ -281,9 +281,9 @@ export class Backend {
     return this.#blank.clients.releases
   }
 
-  /** How many calls so far may have taken a transaction-level advisory lock (a count that only grows). */
-  get advisoryXactLocks(): number {
-    return this.#blank.clients.xactLocks
+  /** See `EngineLease.blockBoundCalls` (a count that only grows). */
+  get blockBoundCalls(): number {
+    return this.#blank.clients.blockBoundCalls
   }
 
   /** The key of the advisory lock last refused because another client holds it (55P03), once; undefined: none since. */

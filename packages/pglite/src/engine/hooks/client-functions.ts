@@ -39,6 +39,7 @@ type Op =
   | { kind: 'xact'; mode: Mode; wait: boolean; int4: boolean }
   | { kind: 'setting' }
   | { kind: 'activity' }
+  | { kind: 'block-bound' }
 
 function advisory(prefix: string, make: (mode: Mode, int4: boolean) => Op): [string, Op][] {
   return (['exclusive', 'shared'] as const).flatMap((mode) =>
@@ -61,6 +62,10 @@ const OVERRIDDEN = new Map<string, Op>([
   ['pg_advisory_unlock_all', { kind: 'unlock-all' }],
   ...advisory('pg_advisory_xact_lock', (mode, int4) => ({ kind: 'xact', mode, wait: true, int4 })),
   ...advisory('pg_try_advisory_xact_lock', (mode, int4) => ({ kind: 'xact', mode, wait: false, int4 })),
+  // What lasts until the transaction ends and no state read between requests shows: counted (blockBoundCalls).
+  ['pg_notify', { kind: 'block-bound' }],
+  ['be_lo_open', { kind: 'block-bound' }],
+  ['pg_export_snapshot', { kind: 'block-bound' }],
 ])
 
 /** Addresses of the replaced functions' `fmgr_builtins` entries, found once per compiled engine. */
@@ -141,7 +146,20 @@ export class ClientFunctions {
   /** Counts the session advisory locks let go of, so a server can tell when a refused lock may be free. */
   releases = 0
   /** Counts the calls that may have taken a transaction-level advisory lock (they reached Postgres' own function). */
-  xactLocks = 0
+  #xactLocks = 0
+  /** Counts pg_notify(), lo_open() and pg_export_snapshot() calls. */
+  #boundCalls = 0
+
+  /**
+   * How many calls and statements so far took something that lasts until
+   * the transaction ends and that the block's state (transaction-block.ts)
+   * does not show: a transaction-level advisory lock, a notification
+   * (`pg_notify()`, NOTIFY), LOCK TABLE, a large-object descriptor, an
+   * exported snapshot. A count that only grows.
+   */
+  get blockBoundCalls(): number {
+    return this.#xactLocks + this.#boundCalls + this.#utility.blockBoundStatements
+  }
   /** The key of the last advisory lock refused because another client holds it (undefined once taken). */
   refusedLock: string | undefined
 
@@ -284,9 +302,12 @@ export class ClientFunctions {
           if (op.wait) this.#refuse(key)
           return 0
         }
-        this.xactLocks++
+        this.#xactLocks++
         return native(fcinfo)
       }
+      case 'block-bound':
+        this.#boundCalls++
+        return native(fcinfo)
     }
   }
 

@@ -152,9 +152,13 @@ export class UtilityHook {
     deallocate: -1,
     explain: -1,
     createTableAs: -1,
+    notify: -1,
+    lockTable: -1,
   }
   /** A statement that counted ran in the current transaction: its end (a rollback may undo it) counts too. */
   #changedInTransaction = false
+  /** Counts the NOTIFY and LOCK TABLE statements run (see `ClientFunctions.blockBoundCalls`). */
+  blockBoundStatements = 0
   /**
    * How many statements so far may have changed what a prepared statement
    * refers to (a count that only grows; see the file comment).
@@ -176,6 +180,7 @@ export class UtilityHook {
       const node = new DataView(this.#mod.HEAPU8.buffer).getUint32(pstmt + PLANNED_UTILITY_STMT, true)
       const tag = node === 0 ? -1 : this.#ex.CreateCommandTag!(node)
       if (node !== 0) {
+        if (tag === this.#tags.notify || tag === this.#tags.lockTable) this.blockBoundStatements++
         this.#count(node, tag)
         const check = this.#check
         if (check) this.#decide(check, node, tag, context)
@@ -214,6 +219,8 @@ export class UtilityHook {
         deallocate: tag('DEALLOCATE'),
         explain: tag('EXPLAIN'),
         createTableAs: tag('CREATE TABLE AS'),
+        notify: tag('NOTIFY'),
+        lockTable: tag('LOCK TABLE'),
       }
     } finally {
       this.#mod.stackRestore(sp)
