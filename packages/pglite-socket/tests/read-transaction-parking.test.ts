@@ -99,6 +99,16 @@ describe('a read-only transaction block between statements', () => {
     await reader.query('rollback')
   })
 
+  it("still lets go of a block after a function with a SET clause ran in it (the clause ends with the call)", async () => {
+    await served.db.exec(`create or replace function with_set_clause() returns text language sql set work_mem = '8MB' as $$ select current_setting('work_mem') $$`)
+    const reader = await readingBlock()
+    expect((await reader.query('select with_set_clause() as wm')).rows).toEqual([{ wm: '8MB' }])
+    const other = await served.connect()
+    await within(other.query('select 1'), 10_000, "the other client's select")
+    expect((await reader.query(`select current_setting('work_mem') as wm`)).rows).toEqual([{ wm: '4MB' }])
+    await reader.query('commit')
+  })
+
   it('runs extended-protocol statements of the block, before and after it was let go', async () => {
     const reader = await readingBlock()
     const other = await served.connect()
@@ -147,6 +157,9 @@ describe('a read-only transaction block between statements', () => {
     ['a transaction-level advisory lock', ['select pg_advisory_xact_lock(42)']],
     ['pg_notify()', ["select pg_notify('parked', 'hello')"]],
     ['pg_notify() inside a function', ['select notify_parked()']],
+    ['pg_notify() Unicode-escaped', [String.raw`select U&"\0070g_notify"('parked', 'escaped')`]],
+    ['pg_notify() through EXECUTE format()', [`do $$ begin execute format('select %I(%L, %L)', 'pg_notify', 'parked', 'dynamic'); end $$`]],
+    ['SET LOCAL through EXECUTE format()', [`do $$ begin execute format('set local %I = %L', 'work_mem', '8MB'); end $$`]],
     ['LOCK TABLE in a DO block', ['do $$ begin lock table parked in access share mode; end $$']],
     ['a large object opened for reading', ['select lo_open(4242, 262144)']],
     ['LISTEN', ['listen parked_channel']],

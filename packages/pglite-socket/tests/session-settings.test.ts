@@ -124,5 +124,27 @@ describe('stored settings under the role option', () => {
     expect((await first.query(`select current_setting('work_mem') as wm`)).rows).toEqual([{ wm: '4MB' }])
     await first.query('alter role app reset all')
   })
+
+  it('keeps who a new client is when the stored settings name a role or session user, however they were written', async () => {
+    const first = await served.connect()
+    const stored: string[] = []
+    // Plain, Unicode-escaped and dynamic forms; PostgreSQL may refuse to store some, the others must not act.
+    for (const sql of [
+      "alter role app set role = 'postgres'",
+      String.raw`alter role app set U&"\0072ole" = 'postgres'`,
+      `do $$ begin execute format('alter role app set %I = %L', 'session_authorization', 'postgres'); end $$`,
+    ]) {
+      try {
+        await first.query(sql)
+        stored.push(sql)
+      } catch {
+        // Refused as PostgreSQL refuses it.
+      }
+    }
+    expect(stored.length).toBeGreaterThan(0)
+    const next = await served.connect()
+    expect((await next.query(`select current_user as who, session_user as su`)).rows).toEqual([{ who: 'app', su: 'app' }])
+    await first.query('alter role app reset all')
+  })
 })
 

@@ -139,10 +139,6 @@ export class DatabaseHost implements SessionHost {
   readonly authThrottle = new AuthThrottle()
   readonly #createOnConnect: boolean
   serverVersion = '18.0'
-
-  get role(): string | undefined {
-    return this.#role
-  }
   readonly #main: SocketDatabase
   readonly #mainName: string
   readonly #others = new Map<string, Promise<SocketDatabase>>()
@@ -160,7 +156,8 @@ export class DatabaseHost implements SessionHost {
   readonly #create: (name: string) => Promise<SocketDatabase>
   readonly #debug: boolean
   readonly #anyName: boolean
-  readonly #role: string | undefined
+  /** See HostOptions.role. */
+  readonly role: string | undefined
   readonly #databaseOptions: PGliteOptions
 
   constructor(options: HostOptions) {
@@ -183,7 +180,7 @@ export class DatabaseHost implements SessionHost {
     const create = options.createDatabase ?? ((name: string) => this.#defaultCreate(name))
     this.#ownCreate = options.createDatabase === undefined
     this.#idleDatabaseMs = nonNegative(options.idleDatabaseMs ?? 30_000, 'idleDatabaseMs')
-    this.#role = options.role
+    this.role = options.role
     this.#create = async (name) => {
       const db = await create(name)
       await this.#runAsRole(db)
@@ -193,7 +190,7 @@ export class DatabaseHost implements SessionHost {
 
   /** Makes the `role` option's role if missing and locks it in as `db`'s session user. */
   async #runAsRole(db: SocketDatabase): Promise<void> {
-    const role = this.#role
+    const role = this.role
     if (role === undefined) return
     if (!db.lockSessionUser) throw new Error('the role option needs a database with lockSessionUser() (a PGlite instance)')
     const { rows } = await db.query<{ exists: boolean }>('select exists (select 1 from pg_catalog.pg_roles where rolname = $1) as exists', [role])

@@ -1,6 +1,6 @@
 import type { EngineLease } from '@pgwasm/pglite'
 import { queryMessage, readRows } from '../wire/wire.js'
-import type { ClientSettings } from './session-settings.js'
+import { isClientSetting, type ClientSettings } from './session-settings.js'
 
 /*
  * `ALTER ROLE ... SET`, `ALTER DATABASE ... SET` and `ALTER ROLE ... IN
@@ -57,7 +57,9 @@ export class LoginSettings {
       const entries: [string, string][] = []
       for (const entry of JSON.parse(config || '[]') as string[]) {
         const eq = entry.indexOf('=')
-        if (eq > 0) entries.push([entry.slice(0, eq).toLowerCase(), entry.slice(eq + 1)])
+        const name = entry.slice(0, eq).toLowerCase()
+        // Who a client is stays the server's to say, as for its startup parameters.
+        if (eq > 0 && isClientSetting(name)) entries.push([name, entry.slice(eq + 1)])
       }
       rows.push({ role: role!, inDatabase: inDatabase === 'true', entries })
     }

@@ -36,10 +36,15 @@ function settingsKey(settings: ClientSettings): string {
  */
 const NOT_SETTINGS = new Set(['user', 'database', 'replication', 'options', 'session_authorization', 'role', 'is_superuser'])
 
+/** Whether a client may carry `name` (lower case) as a setting of its own: not who it is, nor a startup parameter that is no setting. */
+export function isClientSetting(name: string): boolean {
+  return !NOT_SETTINGS.has(name)
+}
+
 /** The settings a startup packet asks for: its parameters, and `-c name=value` in `options`. */
 export function startupSettings(params: ReadonlyMap<string, string>): ClientSettings {
   const settings = new Map<string, string>()
-  for (const [name, value] of params) if (!NOT_SETTINGS.has(name.toLowerCase())) settings.set(name.toLowerCase(), value)
+  for (const [name, value] of params) if (isClientSetting(name.toLowerCase())) settings.set(name.toLowerCase(), value)
   const options = params.get('options')
   if (options) {
     // libpq's rules: words split on unescaped spaces; `-c name=value` or `--name=value`.
@@ -52,7 +57,7 @@ export function startupSettings(params: ReadonlyMap<string, string>): ClientSett
       const eq = setting?.indexOf('=') ?? -1
       if (setting && eq > 0) {
         const name = setting.slice(0, eq).replaceAll('-', '_').toLowerCase()
-        if (!NOT_SETTINGS.has(name)) settings.set(name, setting.slice(eq + 1))
+        if (isClientSetting(name)) settings.set(name, setting.slice(eq + 1))
       }
     }
   }

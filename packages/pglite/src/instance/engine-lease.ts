@@ -111,7 +111,7 @@ export async function takeLease(host: LeaseHost): Promise<EngineLease> {
     get blockBoundCalls() {
       return backend.blockBoundCalls
     },
-    transactionBlock: () => (released || backend.deadError ? undefined : backend.transactionBlock()),
+    transactionBlock: () => (released ? undefined : backend.transactionBlock()),
     release: () => {
       if (!released) {
         queue.onWaiter = undefined

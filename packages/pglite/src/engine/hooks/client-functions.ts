@@ -145,9 +145,7 @@ export class ClientFunctions {
   #terminations: number[] = []
   /** Counts the session advisory locks let go of, so a server can tell when a refused lock may be free. */
   releases = 0
-  /** Counts the calls that may have taken a transaction-level advisory lock (they reached Postgres' own function). */
-  #xactLocks = 0
-  /** Counts pg_notify(), lo_open() and pg_export_snapshot() calls. */
+  /** Counts the transaction-level advisory lock calls that reached Postgres' own function, and pg_notify(), lo_open() and pg_export_snapshot() calls. */
   #boundCalls = 0
 
   /**
@@ -158,7 +156,7 @@ export class ClientFunctions {
    * exported snapshot. A count that only grows.
    */
   get blockBoundCalls(): number {
-    return this.#xactLocks + this.#boundCalls + this.#utility.blockBoundStatements
+    return this.#boundCalls + this.#utility.blockBoundStatements
   }
   /** The key of the last advisory lock refused because another client holds it (undefined once taken). */
   refusedLock: string | undefined
@@ -302,7 +300,7 @@ export class ClientFunctions {
           if (op.wait) this.#refuse(key)
           return 0
         }
-        this.#xactLocks++
+        this.#boundCalls++
         return native(fcinfo)
       }
       case 'block-bound':
